@@ -1,0 +1,42 @@
+# The README's two set-up commands are `make run` and `make test`.
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+
+.PHONY: run test install lint typecheck unit bench clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Main job on the embedded defaults: no network, no API key.
+run: install
+	$(BIN)/zomboss kb build gemmini plena
+	$(BIN)/zomboss kb query gemmini 'param(dim,V)'
+	$(BIN)/zomboss kb query plena 'param(mlen,V)'
+	$(BIN)/zomboss workloads
+	$(BIN)/zomboss default gemmini mm256
+	$(BIN)/zomboss default plena lin_60m_q
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check zomboss solvers tests/zomboss
+
+typecheck: install
+	$(BIN)/mypy zomboss solvers
+
+unit: install
+	$(BIN)/pytest
+
+test: lint typecheck unit
+
+bench: install
+	$(BIN)/python scripts/bench_kb.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

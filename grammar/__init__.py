@@ -1,0 +1,1 @@
+"""Grammar of the literate ISA docs (package data)."""

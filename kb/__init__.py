@@ -1,0 +1,1 @@
+"""Workload-invariant ASP rule library (package data)."""

@@ -1,0 +1,344 @@
+"""Reading a literate ISA doc: Markdown fences -> lark parse -> typed records (`docmodel`).
+
+Only ```isa fences are parsed; ```example RULE ok|bad fences are kept as programs. Every
+error names `file:line:col` of the Markdown file and what was expected there.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from importlib import resources
+from pathlib import Path
+
+from lark import Lark, Token, Tree
+from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+
+from zomboss import docmodel as dm
+from zomboss import expr as ex
+from zomboss.errors import ZombossError
+
+
+class DocError(ZombossError):
+    """A doc that cannot be read or is inconsistent; the message starts with file:line:col."""
+
+
+def grammar_text() -> str:
+    return resources.files("zomboss.grammar").joinpath("archdoc.lark").read_text()
+
+
+@functools.cache
+def _parser() -> Lark:
+    return Lark(grammar_text(), parser="lalr", propagate_positions=True, maybe_placeholders=False)
+
+
+_FENCE = re.compile(r"^ {0,3}(```+|~~~+)\s*(.*?)\s*$")
+
+
+def split_fences(text: str, path: str) -> tuple[list[tuple[int, str]], list[dm.Example]]:
+    """The ```isa blocks (first content line number, text) and the example programs."""
+    blocks: list[tuple[int, str]] = []
+    examples: list[dm.Example] = []
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        m = _FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        fence, info = m.group(1), m.group(2)
+        start = i
+        j = i + 1
+        while j < len(lines):
+            m2 = _FENCE.match(lines[j])
+            if m2 and m2.group(1).startswith(fence[0] * len(fence)) and not m2.group(2):
+                break
+            j += 1
+        else:
+            if info.split()[:1] in (["isa"], ["example"]):
+                raise DocError(
+                    f"{path}:{start + 1}:1: expected a closing {fence} for the {info.split()[0]} block opened here"
+                )
+        body = "\n".join(lines[start + 1 : j])
+        words = info.split()
+        if words[:1] == ["isa"]:
+            blocks.append((start + 2, body))
+        elif words[:1] == ["example"]:
+            if len(words) != 3 or words[2] not in ("ok", "bad"):
+                raise DocError(
+                    f"{path}:{start + 1}:4: expected 'example RULE_ID ok' or 'example RULE_ID bad', got {info!r}"
+                )
+            examples.append(dm.Example(words[1], words[2] == "ok", body, dm.Loc(path, start + 1)))
+        i = j + 1
+    return blocks, examples
+
+
+def _describe_expected(expected: set[str]) -> str:
+    parser = _parser()
+    names = []
+    for name in sorted(expected):
+        try:
+            term = parser.get_terminal(name)
+        except KeyError:
+            names.append(name.lower())
+            continue
+        pat = term.pattern
+        if pat.type == "str":
+            names.append(repr(pat.value))
+        else:
+            names.append(
+                {"NAME": "a name", "INT": "an integer", "STRING": 'a "string"', "GLOB": "a pattern"}.get(
+                    name, name.lower()
+                )
+            )
+    return ", ".join(names) if names else "end of block"
+
+
+def _syntax_error(e: UnexpectedInput, path: str, first_line: int) -> DocError:
+    line = first_line + (e.line or 1) - 1
+    col = e.column or 1
+    if isinstance(e, UnexpectedToken):
+        got = "end of block" if e.token.type == "$END" else repr(str(e.token))
+        return DocError(f"{path}:{line}:{col}: expected {_describe_expected(set(e.expected))}; got {got}")
+    if isinstance(e, UnexpectedCharacters):
+        return DocError(f"{path}:{line}:{col}: expected {_describe_expected(set(e.allowed or ()))}; got {e.char!r}")
+    if isinstance(e, UnexpectedEOF):
+        return DocError(f"{path}:{line}:{col}: expected {_describe_expected(set(e.expected))}; got end of block")
+    return DocError(f"{path}:{line}:{col}: syntax error")
+
+
+def parse_doc(text: str, path: str) -> dm.Doc:
+    """Parse a whole Markdown ISA doc; raises DocError with a location on any problem."""
+    blocks, examples = split_fences(text, path)
+    doc = dm.Doc(path=path, examples=examples)
+    for first_line, body in blocks:
+        try:
+            tree = _parser().parse(body + "\n")
+        except UnexpectedInput as e:
+            raise _syntax_error(e, path, first_line) from None
+        _Builder(doc, path, first_line).add(tree)
+    return doc
+
+
+def parse_file(path: Path) -> dm.Doc:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise DocError(f"{path}: cannot read: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise DocError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    return parse_doc(text, str(path))
+
+
+def _int(tok: str) -> int:
+    return int(tok, 16) if tok[:2] in ("0x", "0X") else int(tok, 10)
+
+
+class _Builder:
+    """Turns lark trees into docmodel records, keeping Markdown line numbers."""
+
+    def __init__(self, doc: dm.Doc, path: str, first_line: int) -> None:
+        self.doc, self.path, self.first = doc, path, first_line
+
+    def loc(self, t: Tree | Token) -> dm.Loc:
+        if isinstance(t, Token):
+            return dm.Loc(self.path, self.first + (t.line or 1) - 1, t.column or 1)
+        return dm.Loc(self.path, self.first + t.meta.line - 1, t.meta.column)
+
+    # -- expressions --------------------------------------------------------------------
+    def expr(self, t: Tree | Token) -> ex.Expr:
+        if isinstance(t, Token):
+            raise DocError(f"{self.loc(t).pos}: unexpected {t!s}")
+        k = t.data
+        c = t.children
+        if k == "int":
+            return ex.Int(_int(str(c[0])))
+        if k == "ref":
+            return ex.Ref(tuple(str(x) for x in c))
+        if k in ("or_", "and_", "bitor", "bitand"):
+            op = {"or_": "or", "and_": "and", "bitor": "|", "bitand": "&"}[k]
+            out = self.expr(c[0])
+            for x in c[1:]:
+                out = ex.Bin(op, out, self.expr(x))
+            return out
+        if k == "arith":
+            out = self.expr(c[0])
+            for op_tok, x in zip(c[1::2], c[2::2], strict=True):
+                out = ex.Bin(str(op_tok), out, self.expr(x))
+            return out
+        if k == "implies":
+            return ex.Bin("->", self.expr(c[0]), self.expr(c[2]))
+        if k == "compare":
+            return ex.Bin(str(c[1]), self.expr(c[0]), self.expr(c[2]))
+        if k == "inset":
+            return ex.InSet(self.expr(c[0]), tuple(self.expr(x) for x in c[1:]))
+        if k == "not_":
+            return ex.Un("not", self.expr(c[0]))
+        if k == "neg":
+            inner = self.expr(c[0])
+            return ex.Int(-inner.value) if isinstance(inner, ex.Int) else ex.Un("neg", inner)
+        if k == "cond":
+            return ex.Cond(self.expr(c[0]), self.expr(c[1]), self.expr(c[2]))
+        if k == "call":
+            fn = str(c[0])
+            args = tuple(self.expr(x) for x in c[1:])
+            if fn not in ex.FUNCS:
+                raise DocError(f"{self.loc(c[0]).pos}: unknown function {fn!r} (known: {', '.join(ex.FUNCS)})")
+            if len(args) != ex.FUNCS[fn]:
+                raise DocError(f"{self.loc(c[0]).pos}: {fn} takes {ex.FUNCS[fn]} argument(s), got {len(args)}")
+            return ex.Call(fn, args)
+        raise DocError(f"{self.loc(t).pos}: unexpected {k}")
+
+    @staticmethod
+    def _doc(children: list) -> str:
+        for x in children:
+            if isinstance(x, Tree) and x.data == "doc":
+                return str(x.children[0])[1:-1]
+        return ""
+
+    # -- statements -----------------------------------------------------------------------
+    def add(self, tree: Tree) -> None:
+        for st in tree.children:
+            getattr(self, "s_" + st.data)(st)
+
+    def s_param(self, t: Tree) -> None:
+        c = t.children
+        self.doc.params.append(dm.Param(str(c[0]).lower(), self.expr(c[1]), self._doc(c), self.loc(t)))
+
+    def _kvs(self, items: list) -> dict[str, ex.Expr]:
+        out: dict[str, ex.Expr] = {}
+        for kv in items:
+            if isinstance(kv, Tree) and kv.data in ("kv", "mem_field"):
+                key = str(kv.children[0])
+                if key in out:
+                    raise DocError(f"{self.loc(kv).pos}: field {key!r} given twice")
+                out[key] = self.expr(kv.children[1])
+        return out
+
+    def s_memory(self, t: Tree) -> None:
+        c = t.children
+        external = any(isinstance(x, Tree) and x.data == "mem_external" for x in c[1:])
+        self.doc.memories.append(dm.Memory(str(c[0]), self._kvs(c[1:]), external, self.loc(t)))
+
+    def s_regfile(self, t: Tree) -> None:
+        c = t.children
+        self.doc.regfiles.append(dm.RegFile(str(c[0]), self._kvs(c[1:]), self.loc(t)))
+
+    def s_layout(self, t: Tree) -> None:
+        c = t.children
+        head = self._kvs([c[1]])
+        if "width" not in head:
+            raise DocError(f"{self.loc(c[1]).pos}: a layout starts with 'width: N'")
+        bits: dict[str, tuple[int, int]] = {}
+        for bf in c[2:]:
+            name = str(bf.children[0])
+            hi = _int(str(bf.children[1]))
+            lo = _int(str(bf.children[2])) if len(bf.children) > 2 else hi
+            if lo > hi:
+                raise DocError(f"{self.loc(bf).pos}: bit range {hi}..{lo} must be written high..low")
+            bits[name] = (hi, lo)
+        self.doc.layouts.append(dm.Layout(str(c[0]), head["width"], bits, self.loc(t)))
+
+    def s_state(self, t: Tree) -> None:
+        c = t.children
+        size = None
+        rest = c[1:]
+        if rest and isinstance(rest[0], Tree) and rest[0].data == "index":
+            size = self.expr(rest[0].children[0])
+            rest = rest[1:]
+        self.doc.states.append(dm.State(str(c[0]), size, self._kvs(rest), self.loc(t)))
+
+    def s_instr(self, t: Tree) -> None:
+        c = t.children
+        name = str(c[0])
+        operands: list[dm.Operand] = []
+        unit, latency = "", None
+        uses: list[dm.Uses] = []
+        lets: list[tuple[str, ex.Expr]] = []
+        reads: list[dm.Access] = []
+        writes: list[dm.Access] = []
+        sets: list[dm.Setter] = []
+        for x in c[1:]:
+            if not isinstance(x, Tree):
+                continue
+            k = x.data
+            xc = x.children
+            if k == "op_int":
+                operands.append(dm.Operand(str(xc[0]), "int", self.expr(xc[1]), self.expr(xc[2])))
+            elif k == "op_named":
+                operands.append(dm.Operand(str(xc[0]), str(xc[1])))
+            elif k == "c_unit":
+                unit = str(xc[0])
+            elif k == "c_uses":
+                idx = self.expr(xc[1].children[0]) if len(xc) == 3 else None
+                uses.append(dm.Uses(str(xc[0]), idx, str(xc[-1])))
+            elif k == "c_let":
+                lets.append((str(xc[0]), self.expr(xc[1])))
+            elif k in ("c_reads", "c_writes"):
+                when = self.expr(xc[3].children[0]) if len(xc) > 3 else None
+                acc = dm.Access(str(xc[0]), self.expr(xc[1]), self.expr(xc[2]), when, self.loc(x))
+                (reads if k == "c_reads" else writes).append(acc)
+            elif k == "c_sets":
+                for s in xc:
+                    sc = s.children
+                    if len(sc) == 4:
+                        sets.append(dm.Setter(str(sc[0]), self.expr(sc[1].children[0]), str(sc[2]), self.expr(sc[3])))
+                    else:
+                        sets.append(dm.Setter(str(sc[0]), None, str(sc[1]), self.expr(sc[2])))
+            elif k == "c_latency":
+                latency = self.expr(xc[0])
+        self.doc.instrs.append(
+            dm.Instr(
+                name,
+                tuple(operands),
+                self._doc(c),
+                unit,
+                tuple(uses),
+                tuple(lets),
+                tuple(reads),
+                tuple(writes),
+                tuple(sets),
+                latency,
+                self.loc(t),
+            )
+        )
+
+    @staticmethod
+    def _dotted(t: Tree) -> str:
+        return ".".join(str(x) for x in t.children)
+
+    def s_rule(self, t: Tree) -> None:
+        c = t.children
+        patterns: tuple[str, ...] = ()
+        i = 1
+        if isinstance(c[1], Tree) and c[1].data == "on":
+            patterns = tuple(str(p.children[0]) for p in c[1].children)
+            i = 2
+        self.doc.rules.append(dm.Rule(self._dotted(c[0]), patterns, str(c[i])[1:-1], self.expr(c[i + 1]), self.loc(t)))
+
+    def s_hazard(self, t: Tree) -> None:
+        c = t.children
+        self.doc.hazards.append(
+            dm.Hazard(
+                self._dotted(c[0]), str(c[1])[1:-1], str(c[2]), str(c[3]), str(c[4]), str(c[5]), str(c[6]), self.loc(t)
+            )
+        )
+
+    def s_workload(self, t: Tree) -> None:
+        c = t.children
+        self.doc.workloads.append(dm.WorkloadDecl(str(c[0]), tuple(str(x) for x in c[1:]), self.loc(t)))
+
+    def s_mapping(self, t: Tree) -> None:
+        c = t.children
+        knobs: list[dm.Knob] = []
+        cons: list[dm.Constraint] = []
+        for x in c[1:]:
+            xc = x.children
+            if x.data == "knob_int":
+                knobs.append(dm.Knob(str(xc[0]), self.expr(xc[1]), self.expr(xc[2]), (), self._doc(xc), self.loc(x)))
+            elif x.data == "knob_enum":
+                vals = tuple(str(v) for v in xc[1:] if isinstance(v, Token))
+                knobs.append(dm.Knob(str(xc[0]), None, None, vals, self._doc(xc), self.loc(x)))
+            else:
+                cons.append(dm.Constraint(self._dotted(xc[0]), str(xc[1])[1:-1], self.expr(xc[2]), self.loc(x)))
+        self.doc.mappings.append(dm.MappingSpace(str(c[0]), tuple(knobs), tuple(cons), self.loc(t)))

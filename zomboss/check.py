@@ -1,0 +1,174 @@
+"""`zomboss kb check`: a mapping (.json) or a program file against a target's KB.
+
+Programs are checked twice, by the Python checker (which reports values) and by clingo on
+the program's facts; a disagreement is an internal error, never silently ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from zomboss import asp
+from zomboss import expr as ex
+from zomboss.errors import WorkloadError, ZombossError
+from zomboss.knowledge import KB, load_kb
+from zomboss.legality import Violation, parse_program
+from zomboss.target import TARGET_NAMES, doc_path, get_target
+
+
+@dataclass
+class CheckReport:
+    kind: str  # "program" | "mapping"
+    path: str
+    violations: list[Violation] = field(default_factory=list)
+    checked: int = 0
+    core: list[str] = field(default_factory=list)
+
+    @property
+    def legal(self) -> bool:
+        return not self.violations
+
+    def text(self) -> str:
+        if self.legal:
+            return f"{self.path}: legal ({self.checked} {'instructions' if self.kind == 'program' else 'constraints'} checked)"
+        lines = [str(v) for v in self.violations]
+        if self.core:
+            lines.append(f"conflicting assignments (unsatisfiable core): {', '.join(self.core)}")
+        lines.append(f"{self.path}: illegal: {len(self.violations)} violation(s)")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "path": self.path,
+            "legal": self.legal,
+            "checked": self.checked,
+            "violations": [v.to_json() for v in self.violations],
+            **({"core": self.core} if self.core else {}),
+        }
+
+
+def _kb_for(target: str, overrides: Mapping[str, int]) -> KB:
+    if target in TARGET_NAMES:
+        return load_kb(doc_path(target), overrides)
+    if target.endswith(".md"):
+        return load_kb(Path(target), overrides)
+    raise ZombossError(f"unknown target {target!r} (targets: {', '.join(TARGET_NAMES)})")
+
+
+def check_program_text(kb: KB, text: str, path: str, target: str | None, overrides: Mapping[str, int]) -> CheckReport:
+    if target in TARGET_NAMES:
+        t = get_target(target)
+        program = t.read_program(Path(path), overrides) if Path(path).exists() else parse_program(kb, text, path)
+        events = list(t.trace(program, overrides))
+    else:
+        program = parse_program(kb, text, path)
+        events = [(i, {}) for i in program.instrs]
+    checker = kb.checker()
+    checker.record = True
+    found = checker.check(events)
+    found = [Violation(v.rule, v.message, v.doc_loc, v.index, v.line, v.op, v.values, path) for v in found]
+    by_asp = {(v.rule, v.pos - 1) for v in asp.check_program(kb, asp.program_facts(kb, checker.events))}
+    by_py = {(v.rule, v.index) for v in found if not v.rule.startswith("isa.")}
+    if by_asp != by_py:
+        diff = sorted(by_asp ^ by_py)[:5]
+        raise ZombossError(f"internal inconsistency between the Python and ASP checkers on {path}: {diff}")
+    return CheckReport("program", path, found, len(events))
+
+
+def mapping_values(kb: KB, data: Mapping[str, Any], path: str, target: str) -> tuple[str, dict[str, int | str]]:
+    """The op and the flat knob/workload-key values of a mapping file."""
+    if not isinstance(data, Mapping) or "mapping" not in data:
+        raise WorkloadError(f"{path}: expected a JSON object with 'workload' and 'mapping'")
+    mapping = data["mapping"]
+    if not isinstance(mapping, Mapping):
+        raise WorkloadError(f"{path}: 'mapping' must be an object of knob values")
+    if "workload" in data and target in TARGET_NAMES:
+        wl = get_target(target).workload(str(data["workload"]))
+        op, shape = wl.op, dict(wl.shape)
+    elif "op" in data and isinstance(data.get("shape"), Mapping):
+        op, shape = str(data["op"]), dict(data["shape"])
+    else:
+        raise WorkloadError(f"{path}: give 'workload' (a suite id or spec) or 'op' and 'shape'")
+    space = kb.mapping_space(op)
+    if space is None:
+        raise WorkloadError(f"{path}: {kb.target} has no mapping space for op {op!r}")
+    decl = next(w for w in kb.doc.workloads if w.op == op)
+    values: dict[str, int | str] = {k: int(v) for k, v in shape.items() if k in decl.keys}
+    knobs = {k.name: k for k in space.knobs}
+    for k, v in mapping.items():
+        if k not in knobs:
+            raise WorkloadError(f"{path}: unknown knob {k!r} for {op} (knobs: {', '.join(knobs)})")
+        knob = knobs[k]
+        if knob.values:
+            if v not in knob.values:
+                raise WorkloadError(f"{path}: knob {k!r} must be one of {', '.join(knob.values)}, got {v!r}")
+            values[k] = str(v)
+        else:
+            if not isinstance(v, int) or isinstance(v, bool):
+                raise WorkloadError(f"{path}: knob {k!r} must be an integer, got {v!r}")
+            values[k] = v
+    missing = [k for k in knobs if k not in mapping]
+    if missing:
+        raise WorkloadError(f"{path}: mapping lacks knob {missing[0]!r}")
+    return op, values
+
+
+def check_mapping_values(kb: KB, op: str, values: Mapping[str, int | str], path: str) -> CheckReport:
+    space = kb.mapping_space(op)
+    assert space is not None
+    out: list[Violation] = []
+    env: dict[str, object] = {**kb.params, **values}
+    for k in space.knobs:  # integer knob ranges are constraints too
+        if not k.values:
+            lo, hi = ex.evaluate(k.lo, kb.params), ex.evaluate(k.hi, kb.params)  # type: ignore[arg-type]
+            if not lo <= values[k.name] <= hi:  # type: ignore[operator]
+                out.append(
+                    Violation(
+                        f"{op}.{k.name}.range",
+                        f"knob {k.name} must be in {lo}..{hi}",
+                        str(k.loc),
+                        0,
+                        0,
+                        op,
+                        {k.name: values[k.name]},
+                        path,
+                    )
+                )
+    for c in space.constraints:
+        f = ex.compile_python(c.expr, lambda n: n in env, lambda n: n.lower() in kb.symbols)
+        try:
+            ok = f({k: (v.lower() if isinstance(v, str) else v) for k, v in env.items()})
+        except ZeroDivisionError:
+            ok = False
+        if not ok:
+            names = dict.fromkeys(r.name for r in ex.refs(c.expr) if r.name in env)
+            out.append(Violation(c.id, c.message, str(c.loc), 0, 0, op, {n: env[n] for n in names}, path))
+    by_asp = set(asp.check_mapping(kb, op, values))
+    by_py = {v.rule for v in out if not v.rule.endswith(".range")}
+    if by_asp != by_py:
+        raise ZombossError(
+            f"internal inconsistency between the Python and ASP mapping checks: {sorted(by_asp ^ by_py)}"
+        )
+    core = asp.mapping_core(kb, op, values) if by_asp else []
+    return CheckReport("mapping", path, out, len(space.constraints) + len(space.knobs), core)
+
+
+def check_file(target: str, path: Path, overrides: Mapping[str, int]) -> CheckReport:
+    kb = _kb_for(target, overrides)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ZombossError(f"{path}: cannot read: {e.strerror}") from None
+    if path.suffix == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise WorkloadError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
+        op, values = mapping_values(kb, data, str(path), target)
+        return check_mapping_values(kb, op, values, str(path))
+    return check_program_text(kb, text, str(path), target if target in TARGET_NAMES else None, overrides)

@@ -1,0 +1,260 @@
+"""The `zomboss` command line (contract: DESIGN.md, "Command line").
+
+Every error a user can cause ends as one clear message and a non-zero exit code, never a
+traceback (set ZOMBOSS_DEBUG=1 to see one for internal errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from zomboss.errors import ZombossError
+
+
+def _param_overrides(items: Sequence[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for item in items:
+        name, eq, val = item.partition("=")
+        if not eq or not name.strip():
+            raise ZombossError(f"--param {item!r}: expected NAME=VALUE (e.g. --param dim=8)")
+        try:
+            out[name.strip().lower()] = int(val.strip(), 0)
+        except ValueError:
+            raise ZombossError(f"--param {item!r}: value must be an integer") from None
+    return out
+
+
+def _doc_for(name: str) -> Path:
+    from zomboss.target import TARGET_NAMES, doc_path
+
+    if name in TARGET_NAMES:
+        return doc_path(name)
+    p = Path(name)
+    if p.suffix == ".md":
+        if not p.exists():
+            raise ZombossError(f"{name}: no such file")
+        return p
+    raise ZombossError(f"unknown target {name!r} (targets: {', '.join(TARGET_NAMES)}, or a path to an ISA doc .md)")
+
+
+def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
+    if getattr(args, "json", False):
+        print(json.dumps(data, indent=2, default=str))
+    else:
+        print(text)
+
+
+# ---- kb -------------------------------------------------------------------------------------
+
+
+def cmd_kb_build(args: argparse.Namespace) -> int:
+    from zomboss.knowledge import _atomic_write, load_kb
+
+    names = args.targets or ["gemmini", "plena"]
+    if args.out and len(names) != 1:
+        raise ZombossError("--out writes one KB: name exactly one target or doc")
+    overrides = _param_overrides(args.param)
+    report = []
+    for name in names:
+        t0 = time.perf_counter()
+        kb = load_kb(_doc_for(name), overrides, use_cache=not args.no_cache)
+        dt = time.perf_counter() - t0
+        report.append(
+            {"target": kb.target, "doc": kb.doc.path, **kb.counts, "cached": kb.from_cache, "seconds": round(dt, 4)}
+        )
+        if args.out:
+            _atomic_write(Path(args.out), kb.asp.encode())
+    lines = [
+        f"{r['target']}: {r['facts']} facts, {r['rules']} ASP rules ({r['doc_rules']} legality rules) from {r['doc']}"
+        f" [{'cached' if r['cached'] else 'built'} in {r['seconds']:.3f}s]"
+        for r in report
+    ]
+    if args.out:
+        lines.append(f"wrote {args.out}")
+    _emit(args, report, "\n".join(lines))
+    return 0
+
+
+def cmd_kb_query(args: argparse.Namespace) -> int:
+    from zomboss.asp import query
+    from zomboss.knowledge import load_kb
+
+    kb = load_kb(_doc_for(args.target), _param_overrides(args.param))
+    atoms = query(kb.asp, args.atom)
+    _emit(args, atoms, "\n".join(atoms))
+    return 0
+
+
+def cmd_kb_check(args: argparse.Namespace) -> int:
+    from zomboss.check import check_file
+
+    report = check_file(args.target, Path(args.file), _param_overrides(args.param))
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print(report.text())
+    return 0 if report.legal else 1
+
+
+# ---- targets ----------------------------------------------------------------------------------
+
+
+def cmd_workloads(args: argparse.Namespace) -> int:
+    from zomboss.target import TARGET_NAMES, get_target
+
+    names = [args.target] if args.target else list(TARGET_NAMES)
+    rows: list[dict[str, Any]] = []
+    for name in names:
+        t = get_target(name)
+        for wl in t.suite():
+            rows.append({"target": name, "id": wl.id, "op": wl.op, **{"shape": dict(wl.shape)}})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="suite instances")
+    for col in ("target", "id", "op", "shape"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["target"], r["id"], r["op"], ",".join(f"{k}={v}" for k, v in r["shape"].items()))
+    Console().print(table)
+    return 0
+
+
+def _result_text(d: dict[str, Any]) -> str:
+    keys = [
+        "target",
+        "workload",
+        "verified",
+        "cycles",
+        "default_cycles",
+        "speedup",
+        "bound_cycles",
+        "simulations",
+        "wall_s",
+    ]
+    lines = [f"{k:>15}: {d[k]}" for k in keys if k in d and d[k] is not None]
+    lines.append(f"{'mapping':>15}: {json.dumps(d.get('mapping', {}))}")
+    for k, v in d.items():
+        if k not in keys and k != "mapping":
+            lines.append(f"{k:>15}: {json.dumps(v, default=str) if isinstance(v, dict | list) else v}")
+    return "\n".join(lines)
+
+
+def cmd_default(args: argparse.Namespace) -> int:
+    from zomboss.target import get_target
+
+    t = get_target(args.target)
+    wl = t.workload(args.workload)
+    res = t.default(wl, _param_overrides(args.param))
+    d = res.to_json()
+    _emit(args, d, _result_text(d))
+    return 0 if res.verified else 1
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from zomboss.target import get_target
+
+    t = get_target(args.target)
+    path = Path(args.program)
+    if not path.exists():
+        raise ZombossError(f"{path}: no such file")
+    res = t.simulate_file(path, _param_overrides(args.param))
+    d = res.to_json()
+    _emit(args, d, _result_text(d))
+    return 1 if res.verified is False else 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from zomboss.target import get_target
+
+    t = get_target(args.target)
+    wl = t.workload(args.workload)
+    out = t.export(wl, Path(args.output), _param_overrides(args.param))
+    _emit(args, {"target": args.target, "workload": wl.id, "path": str(out)}, f"wrote {out}")
+    return 0
+
+
+# ---- parser -------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--param", action="append", default=[], metavar="NAME=VALUE", help="override a doc parameter (repeatable)"
+    )
+    common.add_argument("--json", action="store_true", help="print JSON")
+
+    p = argparse.ArgumentParser(
+        prog="zomboss", description="Verified kernels for new accelerators from literate ISA docs."
+    )
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    kb = sub.add_parser("kb", help="the knowledge base: build, query, check")
+    kbs = kb.add_subparsers(dest="kbcmd", required=True)
+    b = kbs.add_parser("build", parents=[common], help="parse docs, write the KB artifact, print fact/rule counts")
+    b.add_argument("targets", nargs="*", metavar="TARGET|DOC.md")
+    b.add_argument("--out", metavar="FILE.lp", help="write the self-contained ASP program (loads in stock clingo)")
+    b.add_argument("--no-cache", action="store_true", help="rebuild even if a cached artifact exists")
+    b.set_defaults(fn=cmd_kb_build)
+    q = kbs.add_parser("query", parents=[common], help="print the KB atoms matching an ASP atom pattern")
+    q.add_argument("target", metavar="TARGET|DOC.md")
+    q.add_argument("atom", metavar="ATOM", help="e.g. 'param(dim,V)', 'capacity(M,R)', 'rule(Id)'")
+    q.set_defaults(fn=cmd_kb_query)
+    c = kbs.add_parser("check", parents=[common], help="check a mapping (.json) or a program; exit 1 if illegal")
+    c.add_argument("target")
+    c.add_argument("file")
+    c.set_defaults(fn=cmd_kb_check)
+
+    w = sub.add_parser("workloads", parents=[common], help="list the suite instances")
+    w.add_argument("target", nargs="?")
+    w.set_defaults(fn=cmd_workloads)
+
+    d = sub.add_parser("default", parents=[common], help="Candidate-0: the compiler default, simulated and verified")
+    d.add_argument("target")
+    d.add_argument("workload", help="suite id (e.g. mm512) or OP:KEY=VALUE,...")
+    d.set_defaults(fn=cmd_default)
+
+    s = sub.add_parser("simulate", parents=[common], help="run a program file on the simulator and verify it")
+    s.add_argument("target")
+    s.add_argument("program")
+    s.set_defaults(fn=cmd_simulate)
+
+    e = sub.add_parser("export", parents=[common], help="write the kernel in the target's native form")
+    e.add_argument("target")
+    e.add_argument("workload")
+    e.add_argument("-o", "--output", required=True, metavar="FILE")
+    e.set_defaults(fn=cmd_export)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.fn(args))
+    except ZombossError as e:
+        print(f"zomboss: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("zomboss: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - internal bugs: one line, traceback on request
+        if os.environ.get("ZOMBOSS_DEBUG"):
+            raise
+        print(
+            f"zomboss: internal error: {type(e).__name__}: {e} (set ZOMBOSS_DEBUG=1 for a traceback)", file=sys.stderr
+        )
+        return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

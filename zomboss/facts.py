@@ -1,0 +1,333 @@
+"""KB facts as typed records (clorm-style), and the one place that renders ASP text.
+
+Mnemonics, memories, parameters and knob values become lower-case ASP constants; rule ids,
+operand names and messages become strings. Nothing else in the code base writes ASP by hand.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import ClassVar
+
+import clingo
+
+
+class Sym(str):
+    """An ASP constant (rendered lower-case)."""
+
+
+class Text(str):
+    """An ASP string."""
+
+
+_CONST = re.compile(r"^[a-z_][A-Za-z0-9_']*$")
+
+
+def term(v: object) -> str:
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, Sym):
+        s = v.lower()
+        if not _CONST.match(s):
+            return str(clingo.String(str(v)))
+        return s
+    if isinstance(v, Text | str):
+        return str(clingo.String(str(v)))
+    raise TypeError(f"cannot render {v!r} as an ASP term")
+
+
+@dataclass(frozen=True)
+class Fact:
+    pred: ClassVar[str]
+
+    def asp(self) -> str:
+        return f"{self.pred}({','.join(term(getattr(self, f.name)) for f in fields(self))})."
+
+
+@dataclass(frozen=True)
+class TargetFact(Fact):
+    pred: ClassVar[str] = "target"
+    name: Sym
+
+
+@dataclass(frozen=True)
+class ParamFact(Fact):
+    pred: ClassVar[str] = "param"
+    name: Sym
+    value: int
+
+
+@dataclass(frozen=True)
+class MemoryFact(Fact):
+    pred: ClassVar[str] = "memory"
+    name: Sym
+
+
+@dataclass(frozen=True)
+class CapacityFact(Fact):
+    pred: ClassVar[str] = "capacity"
+    memory: Sym
+    rows: int
+
+
+@dataclass(frozen=True)
+class RowWidthFact(Fact):
+    pred: ClassVar[str] = "row_width"
+    memory: Sym
+    elems: int
+
+
+@dataclass(frozen=True)
+class ElemTypeFact(Fact):
+    pred: ClassVar[str] = "elem_type"
+    memory: Sym
+    type: Sym
+
+
+@dataclass(frozen=True)
+class BanksFact(Fact):
+    pred: ClassVar[str] = "banks"
+    memory: Sym
+    banks: int
+
+
+@dataclass(frozen=True)
+class PortsFact(Fact):
+    pred: ClassVar[str] = "ports"
+    memory: Sym
+    ports: int
+
+
+@dataclass(frozen=True)
+class ExternalFact(Fact):
+    pred: ClassVar[str] = "external"
+    memory: Sym
+
+
+@dataclass(frozen=True)
+class RegFileFact(Fact):
+    pred: ClassVar[str] = "regfile"
+    name: Sym
+    count: int
+    width: int
+
+
+@dataclass(frozen=True)
+class LayoutFieldFact(Fact):
+    pred: ClassVar[str] = "layout_field"
+    layout: Sym
+    field: Text
+    hi: int
+    lo: int
+
+
+@dataclass(frozen=True)
+class StateFieldFact(Fact):
+    pred: ClassVar[str] = "state_field"
+    state: Sym
+    field: Text
+    reset: int
+
+
+@dataclass(frozen=True)
+class InstructionFact(Fact):
+    pred: ClassVar[str] = "instruction"
+    mnemonic: Sym
+
+
+@dataclass(frozen=True)
+class OperandFact(Fact):
+    pred: ClassVar[str] = "operand"
+    mnemonic: Sym
+    pos: int
+    name: Text
+    kind: Sym
+
+
+@dataclass(frozen=True)
+class OperandRangeFact(Fact):
+    pred: ClassVar[str] = "operand_range"
+    mnemonic: Sym
+    name: Text
+    lo: int
+    hi: int
+
+
+@dataclass(frozen=True)
+class UnitFact(Fact):
+    pred: ClassVar[str] = "unit"
+    mnemonic: Sym
+    unit: Sym
+
+
+@dataclass(frozen=True)
+class ReadsFact(Fact):
+    pred: ClassVar[str] = "reads"
+    mnemonic: Sym
+    memory: Sym
+
+
+@dataclass(frozen=True)
+class WritesFact(Fact):
+    pred: ClassVar[str] = "writes"
+    mnemonic: Sym
+    memory: Sym
+
+
+@dataclass(frozen=True)
+class SetsFact(Fact):
+    pred: ClassVar[str] = "sets"
+    mnemonic: Sym
+    state: Sym
+    field: Text
+
+
+@dataclass(frozen=True)
+class UsesFact(Fact):
+    pred: ClassVar[str] = "uses"
+    mnemonic: Sym
+    state: Sym
+
+
+@dataclass(frozen=True)
+class RuleFact(Fact):
+    pred: ClassVar[str] = "rule"
+    id: Text
+
+
+@dataclass(frozen=True)
+class RuleAppliesFact(Fact):
+    pred: ClassVar[str] = "rule_applies"
+    id: Text
+    mnemonic: Sym
+
+
+@dataclass(frozen=True)
+class RuleMessageFact(Fact):
+    pred: ClassVar[str] = "rule_message"
+    id: Text
+    message: Text
+
+
+@dataclass(frozen=True)
+class RuleSourceFact(Fact):
+    pred: ClassVar[str] = "rule_source"
+    id: Text
+    file: Text
+    line: int
+
+
+@dataclass(frozen=True)
+class RuleTextFact(Fact):
+    pred: ClassVar[str] = "rule_text"
+    id: Text
+    text: Text
+
+
+@dataclass(frozen=True)
+class HazardFact(Fact):
+    pred: ClassVar[str] = "hazard"
+    id: Text
+    reader: Sym
+    memory: Sym
+    writer: Sym
+    fence: Sym
+
+
+@dataclass(frozen=True)
+class WorkloadKeyFact(Fact):
+    pred: ClassVar[str] = "workload_key"
+    op: Sym
+    key: Text
+
+
+@dataclass(frozen=True)
+class KnobFact(Fact):
+    pred: ClassVar[str] = "knob"
+    op: Sym
+    name: Text
+
+
+@dataclass(frozen=True)
+class KnobRangeFact(Fact):
+    pred: ClassVar[str] = "knob_range"
+    op: Sym
+    name: Text
+    lo: int
+    hi: int
+
+
+@dataclass(frozen=True)
+class KnobValueFact(Fact):
+    pred: ClassVar[str] = "knob_value"
+    op: Sym
+    name: Text
+    value: Sym
+
+
+@dataclass(frozen=True)
+class ConstraintFact(Fact):
+    pred: ClassVar[str] = "constraint"
+    op: Sym
+    id: Text
+
+
+# -- facts of one program or mapping under check ---------------------------------------
+
+
+@dataclass(frozen=True)
+class InstrFact(Fact):
+    pred: ClassVar[str] = "instr"
+    pos: int
+    mnemonic: Sym
+
+
+@dataclass(frozen=True)
+class ValFact(Fact):
+    pred: ClassVar[str] = "val"
+    pos: int
+    name: Text
+    value: int
+
+
+@dataclass(frozen=True)
+class PrevFact(Fact):
+    pred: ClassVar[str] = "prev"
+    pos: int
+    before: int
+
+
+@dataclass(frozen=True)
+class EpochFact(Fact):
+    pred: ClassVar[str] = "epoch"
+    pos: int
+    fence: Sym
+    count: int
+
+
+@dataclass(frozen=True)
+class MappingOpFact(Fact):
+    pred: ClassVar[str] = "mapping_op"
+    op: Sym
+
+
+@dataclass(frozen=True)
+class MvalFact(Fact):
+    pred: ClassVar[str] = "mval"
+    name: Text
+    value: int
+
+
+@dataclass(frozen=True)
+class MsymFact(Fact):
+    pred: ClassVar[str] = "msym"
+    name: Text
+    value: Sym
+
+
+def render(facts: Sequence[Fact]) -> str:
+    return "\n".join(f.asp() for f in facts)

@@ -1,0 +1,406 @@
+"""The knowledge base: a parsed ISA doc with its parameters evaluated, validated, and
+compiled to ASP (facts + violation rules + the `kb/*.lp` library), cached by content hash.
+
+`load_kb` is the entry point for everything downstream: the CLI's `kb` commands, the
+simulators' rule checks (`KB.checker()`), and the search's mapping constraints.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import os
+import pickle
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+
+from zomboss import docmodel as dm
+from zomboss import expr as ex
+from zomboss.archdoc import DocError, grammar_text, parse_doc
+
+CACHE_FORMAT = 1
+_SOURCES = ("archdoc.py", "docmodel.py", "expr.py", "facts.py", "knowledge.py")
+
+
+@dataclass(frozen=True)
+class MemoryInfo:
+    name: str
+    rows: int | None  # None for external memories
+    width: int | None
+    type: str
+    banks: int
+    ports: int
+    external: bool
+
+
+@dataclass(frozen=True)
+class RegFileInfo:
+    name: str
+    count: int
+    width: int
+    type: str
+
+
+@dataclass
+class KB:
+    """A built knowledge base. Picklable (the cache stores it whole)."""
+
+    target: str
+    doc: dm.Doc
+    params: dict[str, int]
+    memories: dict[str, MemoryInfo]
+    regfiles: dict[str, RegFileInfo]
+    layouts: dict[str, dm.Layout]
+    states: dict[str, tuple[int | None, dict[str, int]]]
+    instrs: dict[str, dm.Instr]
+    rules: list[dm.Rule]  # doc rules plus the generated operand-range rules
+    applies: dict[str, list[str]]  # rule id -> mnemonics it applies to
+    asp: str = ""
+    counts: dict[str, int] = field(default_factory=dict)
+    digest: str = ""
+    from_cache: bool = False
+
+    @property
+    def hazards(self) -> list[dm.Hazard]:
+        return self.doc.hazards
+
+    @property
+    def examples(self) -> list[dm.Example]:
+        return self.doc.examples
+
+    @cached_property
+    def rule_by_id(self) -> dict[str, dm.Rule]:
+        return {r.id: r for r in self.rules}
+
+    @cached_property
+    def symbols(self) -> frozenset[str]:
+        """Names that stand for themselves in expressions: mnemonics, units, knob values."""
+        out = {i.name.lower() for i in self.instrs.values()} | {i.unit.lower() for i in self.instrs.values()}
+        for m in self.doc.mappings:
+            for k in m.knobs:
+                out |= {v.lower() for v in k.values}
+        return frozenset(out)
+
+    def checker(self):  # -> zomboss.legality.Checker (import here: legality imports us)
+        from zomboss.legality import Checker
+
+        return Checker(self)
+
+    def mapping_space(self, op: str) -> dm.MappingSpace | None:
+        return next((m for m in self.doc.mappings if m.op == op), None)
+
+
+# ---------------------------------------------------------------------------------------
+# Building
+# ---------------------------------------------------------------------------------------
+
+
+def library_text() -> str:
+    """The workload-invariant rule library (`kb/*.lp`), concatenated in name order."""
+    root = resources.files("zomboss.kbrules")
+    parts = []
+    for entry in sorted(root.iterdir(), key=lambda p: p.name):
+        if entry.name.endswith(".lp"):
+            parts.append(f"% ---- kb/{entry.name} ----\n" + entry.read_text())
+    return "\n".join(parts)
+
+
+def _eval_params(doc: dm.Doc, overrides: Mapping[str, int]) -> dict[str, int]:
+    known = {p.name for p in doc.params}
+    for k in overrides:
+        if k.lower() not in known:
+            raise DocError(f"--param {k}: no parameter {k!r} in {doc.path} (parameters: {', '.join(sorted(known))})")
+    over = {k.lower(): v for k, v in overrides.items()}
+    env: dict[str, int] = {}
+    for p in doc.params:
+        if p.name in env:
+            raise DocError(f"{p.loc}: parameter {p.name!r} defined twice")
+        if p.name in over:
+            env[p.name] = over[p.name]
+            continue
+        for r in ex.refs(p.expr):
+            if r.name not in env:
+                raise DocError(f"{p.loc}: parameter {p.name!r} uses unknown parameter {r.name!r} (define it above)")
+        try:
+            v = ex.evaluate(p.expr, env)
+        except ex.ExprError as e:
+            raise DocError(f"{p.loc}: parameter {p.name!r}: {e}") from None
+        env[p.name] = int(v)  # type: ignore[call-overload]
+    return env
+
+
+def _num(e: ex.Expr, params: Mapping[str, int], where: dm.Loc, what: str) -> int:
+    try:
+        return int(ex.evaluate(e, params))  # type: ignore[call-overload]
+    except ex.ExprError as err:
+        raise DocError(f"{where}: {what}: {err}") from None
+
+
+def _sym(e: ex.Expr, where: dm.Loc, what: str) -> str:
+    if isinstance(e, ex.Ref) and len(e.parts) == 1:
+        return e.name
+    raise DocError(f"{where}: {what} must be a type name, got {ex.show(e)}")
+
+
+def _range_rules(doc: dm.Doc, regfiles: Mapping[str, RegFileInfo]) -> list[dm.Rule]:
+    """Operand ranges and register indices become ordinary rules with generated ids."""
+    out = []
+    for ins in doc.instrs:
+        for o in ins.operands:
+            if o.kind == "int" and o.lo is not None and o.hi is not None:
+                e = ex.Bin("and", ex.Bin(">=", ex.Ref((o.name,)), o.lo), ex.Bin("<=", ex.Ref((o.name,)), o.hi))
+                msg = f"{o.name} of {ins.name} must be in {ex.show(o.lo)}..{ex.show(o.hi)}"
+                out.append(dm.Rule(f"{ins.name}.{o.name}.range", (ins.name,), msg, e, ins.loc))
+            elif o.kind in regfiles:
+                e = ex.Bin("<", ex.Ref((o.name,)), ex.Int(regfiles[o.kind].count))
+                msg = f"{o.name} of {ins.name} must name a register of {o.kind} (0..{regfiles[o.kind].count - 1})"
+                out.append(dm.Rule(f"{ins.name}.{o.name}.reg", (ins.name,), msg, e, ins.loc))
+    return out
+
+
+def scope_names(kb: KB, ins: dm.Instr) -> set[str]:
+    """Names a rule on `ins` may use, besides parameters and `prev.*`."""
+    names = {"op"}
+    for o in ins.operands:
+        names.add(o.name)
+        if o.kind in kb.layouts:
+            names |= {f"{o.name}.{f}" for f in kb.layouts[o.kind].bits}
+        if o.kind in kb.regfiles:
+            names.add(f"{o.name}.val")
+    names |= {n for n, _ in ins.lets}
+    for u in ins.uses:
+        names |= {f"{u.alias}.{f}" for f in kb.states[u.state][1]}
+    return names
+
+
+def _validate(kb: KB) -> None:
+    doc = kb.doc
+    mnems = list(kb.instrs)
+    seen: dict[str, dm.Loc] = {}
+    for ins in doc.instrs:
+        if ins.name in seen and seen[ins.name] != ins.loc:
+            raise DocError(f"{ins.loc}: instruction {ins.name!r} defined twice (first at {seen[ins.name]})")
+        seen[ins.name] = ins.loc
+        for o in ins.operands:
+            if o.kind not in ("int", "addr") and o.kind not in kb.layouts and o.kind not in kb.regfiles:
+                raise DocError(
+                    f"{ins.loc}: operand {o.name!r} of {ins.name} has unknown kind {o.kind!r} (int, addr, a layout or a regfile)"
+                )
+        for acc in ins.reads + ins.writes:
+            if acc.memory not in kb.memories:
+                raise DocError(
+                    f"{acc.loc}: {ins.name} accesses unknown memory {acc.memory!r} (memories: {', '.join(kb.memories)})"
+                )
+        for u in ins.uses:
+            if u.state not in kb.states:
+                raise DocError(f"{ins.loc}: {ins.name} uses unknown state {u.state!r}")
+        for s in ins.sets:
+            if s.state not in kb.states:
+                raise DocError(f"{ins.loc}: {ins.name} sets unknown state {s.state!r}")
+            if s.field not in kb.states[s.state][1]:
+                raise DocError(f"{ins.loc}: {ins.name} sets unknown field {s.state}.{s.field}")
+        # every expression of the instruction must resolve
+        scope = scope_names(kb, ins) | set(kb.params)
+        exprs = [e for _, e in ins.lets] + [
+            x for a in ins.reads + ins.writes for x in (a.lo, a.hi, a.when) if x is not None
+        ]
+        exprs += [s.value for s in ins.sets] + [s.index for s in ins.sets if s.index is not None]
+        exprs += [u.index for u in ins.uses if u.index is not None]
+        for e in exprs:
+            for r in ex.refs(e):
+                if r.name not in scope and not (len(r.parts) == 1 and r.name.lower() in kb.symbols):
+                    raise DocError(f"{ins.loc}: {ins.name} uses unknown name {r.name!r}")
+    rule_ids: dict[str, dm.Loc] = {}
+    for rule in kb.rules:
+        if rule.id in rule_ids and rule_ids[rule.id] != rule.loc:
+            raise DocError(f"{rule.loc}: rule id {rule.id!r} used twice (first at {rule_ids[rule.id]})")
+        rule_ids[rule.id] = rule.loc
+        if not rule.patterns:
+            _check_invariant(kb, rule)
+            continue
+        targets = [m for m in mnems if any(fnmatch.fnmatchcase(m, p) for p in rule.patterns)]
+        for p in rule.patterns:
+            if not any(fnmatch.fnmatchcase(m, p) for m in mnems):
+                raise DocError(f"{rule.loc}: rule {rule.id} applies to {p!r}, which matches no instruction")
+        kb.applies[rule.id] = targets
+        for m in targets:
+            ins = kb.instrs[m]
+            unit_scope = _prev_scope(kb, ins.unit)
+            scope = scope_names(kb, ins) | set(kb.params)
+            for r in ex.refs(rule.expr):
+                if r.name in scope or r.name in unit_scope:
+                    continue
+                if len(r.parts) == 1 and r.name.lower() in kb.symbols:
+                    continue
+                raise DocError(f"{rule.loc}: rule {rule.id} uses unknown name {r.name!r} (on {m})")
+    for h in doc.hazards:
+        for role, name in (("reader", h.reader), ("writer", h.writer), ("fence", h.fence)):
+            if name not in kb.instrs:
+                raise DocError(f"{h.loc}: hazard {h.id}: {role} {name!r} is not an instruction")
+        if not any(a.memory == h.read_mem for a in kb.instrs[h.reader].reads):
+            raise DocError(f"{h.loc}: hazard {h.id}: {h.reader} declares no reads of {h.read_mem!r}")
+        if not any(a.memory == h.write_mem for a in kb.instrs[h.writer].writes):
+            raise DocError(f"{h.loc}: hazard {h.id}: {h.writer} declares no writes of {h.write_mem!r}")
+        kb.applies[h.id] = [h.reader]
+    all_ids = set(rule_ids) | {h.id for h in doc.hazards}
+    for exm in doc.examples:
+        if exm.rule not in all_ids:
+            raise DocError(f"{exm.loc}: example names unknown rule {exm.rule!r}")
+    wl_keys = {w.op: set(w.keys) for w in doc.workloads}
+    for ms in doc.mappings:
+        if ms.op not in wl_keys:
+            raise DocError(f"{ms.loc}: mapping for {ms.op!r} has no 'workload {ms.op}(...)' declaration")
+        names = set(wl_keys[ms.op]) | {k.name for k in ms.knobs} | set(kb.params)
+        for c in ms.constraints:
+            for r in ex.refs(c.expr):
+                if r.name not in names and r.name.lower() not in kb.symbols:
+                    raise DocError(f"{c.loc}: constraint {c.id} uses unknown name {r.name!r}")
+
+
+def _prev_scope(kb: KB, unit: str) -> set[str]:
+    out = {"prev.op"}
+    for other in kb.instrs.values():
+        if other.unit == unit:
+            out |= {f"prev.{n}" for n in scope_names(kb, other)}
+    return out
+
+
+def _check_invariant(kb: KB, rule: dm.Rule) -> None:
+    try:
+        ok = ex.evaluate(rule.expr, kb.params)
+    except ex.ExprError as e:
+        raise DocError(f"{rule.loc}: rule {rule.id}: {e}") from None
+    if not ok:
+        used = sorted({r.name for r in ex.refs(rule.expr)})
+        vals = ", ".join(f"{n}={kb.params[n]}" for n in used if n in kb.params)
+        locs = ", ".join(f"{n} at {p.loc}" for p in kb.doc.params for n in used if p.name == n)
+        raise DocError(
+            f"{rule.loc}: rule {rule.id} ({rule.message}) fails for the doc's own parameters: {vals} (defined: {locs})"
+        )
+
+
+def compile_doc(doc: dm.Doc, target: str, overrides: Mapping[str, int]) -> KB:
+    params = _eval_params(doc, overrides)
+    memories: dict[str, MemoryInfo] = {}
+    for m in doc.memories:
+        f = m.fields
+        unknown = set(f) - {"rows", "width", "type", "banks", "ports"}
+        if unknown:
+            raise DocError(
+                f"{m.loc}: memory {m.name}: unknown field {sorted(unknown)[0]!r} (rows, width, type, banks, ports)"
+            )
+        if not m.external and ("rows" not in f or "width" not in f):
+            raise DocError(f"{m.loc}: memory {m.name} needs rows and width (or 'external')")
+        memories[m.name] = MemoryInfo(
+            m.name,
+            _num(f["rows"], params, m.loc, f"memory {m.name} rows") if "rows" in f else None,
+            _num(f["width"], params, m.loc, f"memory {m.name} width") if "width" in f else None,
+            _sym(f["type"], m.loc, "type") if "type" in f else "int8",
+            _num(f["banks"], params, m.loc, "banks") if "banks" in f else 1,
+            _num(f["ports"], params, m.loc, "ports") if "ports" in f else 1,
+            m.external,
+        )
+    regfiles = {
+        r.name: RegFileInfo(
+            r.name,
+            _num(r.fields.get("count", ex.Int(0)), params, r.loc, "count"),
+            _num(r.fields.get("width", ex.Int(32)), params, r.loc, "width"),
+            _sym(r.fields["type"], r.loc, "type") if "type" in r.fields else "u32",
+        )
+        for r in doc.regfiles
+    }
+    states = {
+        s.name: (
+            _num(s.size, params, s.loc, "state size") if s.size is not None else None,
+            {k: _num(v, params, s.loc, f"reset value of {s.name}.{k}") for k, v in s.fields.items()},
+        )
+        for s in doc.states
+    }
+    kb = KB(
+        target=target,
+        doc=doc,
+        params=params,
+        memories=memories,
+        regfiles=regfiles,
+        layouts={lay.name: lay for lay in doc.layouts},
+        states=states,
+        instrs={i.name: i for i in doc.instrs},
+        rules=_range_rules(doc, regfiles) + list(doc.rules),
+        applies={},
+    )
+    _validate(kb)
+    from zomboss.asp import kb_program  # ASP generation lives in one module
+
+    kb.asp, kb.counts = kb_program(kb, library_text())
+    return kb
+
+
+# ---------------------------------------------------------------------------------------
+# Cache
+# ---------------------------------------------------------------------------------------
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("ZOMBOSS_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "zomboss")
+    return Path(root) / "kb"
+
+
+def _digest(doc_text: str, overrides: Mapping[str, int]) -> str:
+    h = hashlib.sha256()
+    h.update(f"format={CACHE_FORMAT}\n".encode())
+    for name in _SOURCES:
+        h.update(resources.files("zomboss").joinpath(name).read_bytes())
+    h.update(grammar_text().encode())
+    h.update(library_text().encode())
+    h.update(doc_text.encode())
+    h.update(repr(sorted((k.lower(), int(v)) for k, v in overrides.items())).encode())
+    return h.hexdigest()
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Write via a temporary file in the same folder and rename: a reader (or a killed
+    writer) never sees a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load_kb(
+    doc_path: str | os.PathLike[str], overrides: Mapping[str, int] | None = None, *, use_cache: bool = True
+) -> KB:
+    """Parse, validate and compile a doc (or load it from the cache)."""
+    path = Path(doc_path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise DocError(f"{path}: cannot read: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise DocError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    overrides = dict(overrides or {})
+    digest = _digest(text, overrides)
+    cfile = cache_dir() / f"{path.stem}-{digest[:24]}.pickle"
+    if use_cache and cfile.exists():
+        try:
+            kb = pickle.loads(cfile.read_bytes())
+            if isinstance(kb, KB) and kb.digest == digest:
+                kb.from_cache = True
+                return kb
+        except Exception:  # noqa: BLE001 - a corrupt cache entry is rebuilt, never trusted
+            pass
+    kb = compile_doc(parse_doc(text, str(path)), path.stem, overrides)
+    kb.digest = digest
+    if use_cache:
+        _atomic_write(cfile, pickle.dumps(kb, protocol=pickle.HIGHEST_PROTOCOL))
+    return kb

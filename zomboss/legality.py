@@ -1,0 +1,351 @@
+"""Rule checks in Python, compiled from the same doc rules as the ASP KB.
+
+Simulators call `Checker.step` for every instruction they execute (including those a
+hardware loop generates) and refuse the program on the first violation; `kb check` runs a
+whole program through both this checker and clingo (and the tests insist they agree).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from zomboss import docmodel as dm
+from zomboss import expr as ex
+from zomboss.errors import IllegalProgram, ZombossError
+from zomboss.program import Instr, Program, ProgramSyntaxError, parse_lines
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    message: str
+    doc_loc: str
+    index: int  # position in the dynamic stream (0-based)
+    line: int  # program line (0: generated)
+    op: str
+    values: Mapping[str, Any] = field(default_factory=dict)
+    source: str = ""  # program file
+
+    def __str__(self) -> str:
+        where = (
+            f"{self.source}:{self.line}"
+            if self.source
+            else (f"line {self.line}" if self.line else f"instruction #{self.index}")
+        )
+        vals = ", ".join(f"{k}={v}" for k, v in self.values.items())
+        return f"{where}: {self.op}: {self.rule} ({self.doc_loc}): {self.message}" + (f" [{vals}]" if vals else "")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "message": self.message,
+            "doc": self.doc_loc,
+            "index": self.index,
+            "line": self.line,
+            "op": self.op,
+            "values": dict(self.values),
+        }
+
+
+Fn = Callable[[Mapping[str, Any], Mapping[str, Any]], Any]
+
+
+@dataclass
+class _Plan:
+    """Everything needed to check one mnemonic, compiled once."""
+
+    ins: dm.Instr
+    decoders: list[tuple[int, str, int, int]]  # (operand index, env name, shift, mask)
+    regs: list[tuple[int, str]]  # (operand index, env name of its value)
+    uses: list[tuple[str, Fn | None, str, list[str]]]  # (state, index fn, alias, fields)
+    lets: list[tuple[str, Fn]]
+    rules: list[tuple[dm.Rule, Fn, list[str]]]  # rule, predicate, names to report
+    reads: list[tuple[str, Fn, Fn, Fn | None]]  # (memory, lo, hi, when)
+    writes: list[tuple[str, Fn, Fn, Fn | None]]
+    sets: list[tuple[str, Fn | None, str, Fn]]
+
+
+def _compile(kb, e: ex.Expr, own: set[str]) -> Fn:
+    params = kb.params
+
+    def resolve(r: ex.Ref) -> str:
+        n = r.name
+        if n in own:
+            return f"env[{n!r}]"
+        if n.startswith("prev."):
+            return f"prev[{n[5:]!r}]"
+        if n in params:
+            return repr(params[n])
+        if len(r.parts) == 1 and n.lower() in kb.symbols:
+            return repr(n.lower())
+        raise ex.ExprError(f"unknown name {n!r}")
+
+    src = ex.python_source(e, resolve)
+    glb = {f"_f_{k}": v for k, v in ex._PY_FUNCS.items()}
+    return eval(compile(f"lambda env, prev: {src}", "<rule>", "eval"), glb)  # noqa: S307 - our own doc AST
+
+
+class Checker:
+    """Stateful checker of one dynamic instruction stream."""
+
+    def __init__(self, kb, *, record: bool = False) -> None:
+        from zomboss.knowledge import scope_names
+
+        self.kb = kb
+        self._plans: dict[str, _Plan] = {}
+        for ins in kb.instrs.values():
+            own = scope_names(kb, ins)
+            decoders, regs = [], []
+            for i, o in enumerate(ins.operands):
+                if o.kind in kb.layouts:
+                    for f, (hi, lo) in kb.layouts[o.kind].bits.items():
+                        decoders.append((i, f"{o.name}.{f}", lo, (1 << (hi - lo + 1)) - 1))
+                if o.kind in kb.regfiles:
+                    regs.append((i, f"{o.name}.val"))
+            uses = [
+                (
+                    u.state,
+                    _compile(kb, u.index, own) if u.index is not None else None,
+                    u.alias,
+                    list(kb.states[u.state][1]),
+                )
+                for u in ins.uses
+            ]
+            lets = [(n, _compile(kb, e, own)) for n, e in ins.lets]
+            rules = []
+            for r in kb.rules:
+                if ins.name in kb.applies.get(r.id, ()):
+                    names = list(
+                        dict.fromkeys(
+                            x.name
+                            for x in ex.refs(r.expr)
+                            if x.name != "op" and (x.name in own or x.name.startswith("prev.") or x.name in kb.params)
+                        )
+                    )
+                    rules.append((r, _compile(kb, r.expr, own), names))
+            acc = [
+                (
+                    a.memory,
+                    _compile(kb, a.lo, own),
+                    _compile(kb, a.hi, own),
+                    _compile(kb, a.when, own) if a.when else None,
+                )
+                for a in ins.reads
+            ]
+            wacc = [
+                (
+                    a.memory,
+                    _compile(kb, a.lo, own),
+                    _compile(kb, a.hi, own),
+                    _compile(kb, a.when, own) if a.when else None,
+                )
+                for a in ins.writes
+            ]
+            sets = [
+                (
+                    s.state,
+                    _compile(kb, s.index, own) if s.index is not None else None,
+                    s.field,
+                    _compile(kb, s.value, own),
+                )
+                for s in ins.sets
+            ]
+            self._plans[ins.name] = _Plan(ins, decoders, regs, uses, lets, rules, acc, wacc, sets)
+        self._hazards_by_reader: dict[str, list[dm.Hazard]] = {}
+        self._hazards_by_writer: dict[str, list[dm.Hazard]] = {}
+        self._hazards_by_fence: dict[str, list[dm.Hazard]] = {}
+        for h in kb.doc.hazards:
+            self._hazards_by_reader.setdefault(h.reader, []).append(h)
+            self._hazards_by_writer.setdefault(h.writer, []).append(h)
+            self._hazards_by_fence.setdefault(h.fence, []).append(h)
+        self._fences = {h.fence for h in kb.doc.hazards}
+        self.record = record
+        self.events: list[tuple[int, str, dict[str, int], int | None, dict[str, int]]] = []
+        self.reset()
+
+    def reset(self) -> None:
+        self.state: dict[str, list[dict[str, int]] | dict[str, int]] = {}
+        for name, (size, fields) in self.kb.states.items():
+            self.state[name] = [dict(fields) for _ in range(size)] if size is not None else dict(fields)
+        self._prev: dict[str, dict[str, Any]] = {}
+        self._prev_pos: dict[str, int] = {}
+        self._written: dict[str, list[tuple[int, int, int]]] = {h.id: [] for h in self.kb.doc.hazards}
+        self._epochs = dict.fromkeys(self._fences, 0)
+        self.index = 0
+
+    def _state_rec(self, name: str, idx: int | None, op: str) -> dict[str, int]:
+        st = self.state[name]
+        if isinstance(st, list):
+            if idx is None or not 0 <= idx < len(st):
+                raise IllegalProgram(
+                    [self._v("state.index", f"{op} names {name}[{idx}], which does not exist", op, {})]
+                )
+            return st[idx]
+        return st
+
+    def _v(
+        self, rule: str, message: str, op: str, values: Mapping[str, Any], loc: str = "", line: int = 0
+    ) -> Violation:
+        return Violation(rule, message, loc, self.index, line, op, dict(values))
+
+    def step(self, instr: Instr, regvals: Mapping[int, int] | None = None) -> list[Violation]:
+        """Check one executed instruction; returns its violations (empty when legal)."""
+        plan = self._plans.get(instr.op)
+        if plan is None:
+            raise ZombossError(f"line {instr.line}: unknown instruction {instr.op!r} for {self.kb.target}")
+        ins = plan.ins
+        args = instr.args
+        if len(args) != len(ins.operands):
+            return self._finish(
+                instr,
+                [
+                    self._v(
+                        "isa.arity",
+                        f"{ins.name} takes {len(ins.operands)} operands ({', '.join(o.name for o in ins.operands)}), got {len(args)}",
+                        ins.name,
+                        {},
+                        str(ins.loc),
+                        instr.line,
+                    )
+                ],
+                None,
+                {},
+            )
+        env: dict[str, Any] = {o.name: a for o, a in zip(ins.operands, args, strict=True)}
+        for i, name, shift, mask in plan.decoders:
+            env[name] = (args[i] >> shift) & mask
+        if regvals is not None:
+            for i, name in plan.regs:
+                if i in regvals:
+                    env[name] = regvals[i]
+        env["op"] = ins.name.lower()
+        out: list[Violation] = []
+        prev = self._prev.get(ins.unit, {})
+        try:
+            for state, idx_fn, alias, fields in plan.uses:
+                rec = self._state_rec(state, idx_fn(env, prev) if idx_fn else None, ins.name)
+                for f in fields:
+                    env[f"{alias}.{f}"] = rec[f]
+            for name, fn in plan.lets:
+                env[name] = fn(env, prev)
+        except IllegalProgram as e:
+            return self._finish(instr, e.violations, None, env)
+        except (KeyError, ZeroDivisionError, ex.ExprError) as e:
+            out.append(
+                self._v(
+                    "isa.eval",
+                    f"cannot evaluate {ins.name}'s definitions: {e!r}",
+                    ins.name,
+                    {},
+                    str(ins.loc),
+                    instr.line,
+                )
+            )
+            return self._finish(instr, out, None, env)
+        for rule, fn, names in plan.rules:
+            try:
+                ok = fn(env, prev)
+            except KeyError:
+                ok = False
+            except ZeroDivisionError:
+                ok = False
+            if not ok:
+                vals = {}
+                for n in names:
+                    if n in env:
+                        vals[n] = env[n]
+                    elif n.startswith("prev."):
+                        vals[n] = prev.get(n[5:], "none")
+                    elif n in self.kb.params:
+                        vals[n] = self.kb.params[n]
+                out.append(self._v(rule.id, rule.message, ins.name, vals, str(rule.loc), instr.line))
+        for h in self._hazards_by_reader.get(ins.name, ()):
+            for mem, lo, hi, when in plan.reads:
+                if mem != h.read_mem or (when and not when(env, prev)):
+                    continue
+                a, b = lo(env, prev), hi(env, prev)
+                for wlo, whi, wline in self._written[h.id]:
+                    if wlo < b and a < whi:
+                        out.append(
+                            self._v(
+                                h.id,
+                                h.message,
+                                ins.name,
+                                {"read": f"[{a:#x}, {b:#x})", "written": f"[{wlo:#x}, {whi:#x})", "writer_line": wline},
+                                str(h.loc),
+                                instr.line,
+                            )
+                        )
+                        break
+        return self._finish(instr, out, plan, env)
+
+    def _finish(self, instr: Instr, out: list[Violation], plan: _Plan | None, env: dict[str, Any]) -> list[Violation]:
+        pos = self.index + 1
+        if plan is not None:
+            prev = self._prev.get(plan.ins.unit, {})
+            for h in self._hazards_by_writer.get(instr.op, ()):
+                for mem, lo, hi, when in plan.writes:
+                    if mem == h.write_mem and (when is None or when(env, prev)):
+                        self._written[h.id].append((lo(env, prev), hi(env, prev), instr.line))
+            for h in self._hazards_by_fence.get(instr.op, ()):
+                self._written[h.id].clear()
+            if instr.op in self._epochs:
+                self._epochs[instr.op] += 1
+            if self.record:
+                vals = {
+                    k: int(v)
+                    for k, v in env.items()
+                    if k != "op" and isinstance(v, int) and k not in dict(plan.ins.lets)
+                }
+                self.events.append((pos, instr.op, vals, self._prev_pos.get(plan.ins.unit), dict(self._epochs)))
+            for state, idx_fn, fname, val in plan.sets:
+                try:
+                    rec = self._state_rec(state, idx_fn(env, prev) if idx_fn else None, instr.op)
+                    rec[fname] = val(env, prev)
+                except IllegalProgram:
+                    pass  # the operand range rule already reports a bad index
+            self._prev[plan.ins.unit] = env
+            self._prev_pos[plan.ins.unit] = pos
+        self.index += 1
+        return out
+
+    def check(self, events: Iterable[tuple[Instr, Mapping[int, int] | None]]) -> list[Violation]:
+        out: list[Violation] = []
+        for instr, regs in events:
+            out += self.step(instr, regs)
+        return out
+
+
+def parse_program(kb, text: str, path: str) -> Program:
+    """Read a program in `MNEMONIC op, op` form, checking mnemonics, arity and operand kinds
+    against the doc's signatures (register operands need their file's prefix)."""
+    prefixes = list(kb.regfiles)
+    out = []
+    for instr, kinds in parse_lines(text, path, prefixes):
+        ins = kb.instrs.get(instr.op)
+        if ins is None:
+            near = sorted(
+                m
+                for m in kb.instrs
+                if m.lower() == instr.op.lower() or fnmatch.fnmatch(m.lower(), instr.op.lower()[:3] + "*")
+            )
+            hint = f" (did you mean {', '.join(near[:4])}?)" if near else ""
+            raise ProgramSyntaxError(f"{path}:{instr.line}:1: unknown instruction {instr.op!r} for {kb.target}{hint}")
+        if len(instr.args) != len(ins.operands):
+            sig = ", ".join(o.name for o in ins.operands)
+            raise ProgramSyntaxError(
+                f"{path}:{instr.line}:1: {ins.name} takes {len(ins.operands)} operands ({sig}), got {len(instr.args)}"
+            )
+        for o, k in zip(ins.operands, kinds, strict=True):
+            want = o.kind if o.kind in kb.regfiles else None
+            if want != k:
+                what = f"a {want} register (e.g. {want}1)" if want else "an integer"
+                got = f"register {k}" if k else "an integer"
+                raise ProgramSyntaxError(
+                    f"{path}:{instr.line}:1: operand {o.name} of {ins.name} must be {what}, got {got}"
+                )
+        out.append(instr)
+    return Program(kb.target, tuple(out), {"source": path})
