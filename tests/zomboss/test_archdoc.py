@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 
 from zomboss import expr as ex
 from zomboss.archdoc import DocError, parse_doc
+from zomboss.knowledge import compile_doc
+from zomboss.target import TARGET_NAMES, doc_path
 
 TOY = Path(__file__).parent / "data" / "toy.md"
 TEXT = TOY.read_text()
@@ -75,6 +77,7 @@ def test_unknown_function():
 
 
 _LOC = re.compile(r"^toy\.md:\d+(:\d+)?: ")
+_REAL_DOCS = {name: doc_path(name).read_text() for name in TARGET_NAMES}
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -89,3 +92,22 @@ def test_mutated_docs_never_crash_and_errors_have_locations(pos, cut, insert):
         parse_doc(mutated, "toy.md")
     except DocError as e:
         assert _LOC.match(str(e)), str(e)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    name=st.sampled_from(sorted(_REAL_DOCS)),
+    frac=st.floats(min_value=0, max_value=1, exclude_max=True),
+    cut=st.integers(min_value=0, max_value=20),
+    insert=st.text(alphabet="(){}[],:.=+-*/<>!#\"'\n`abcxyz019 _", max_size=8),
+)
+def test_mutated_shipped_docs_report_locations(name, frac, cut, insert):
+    """Edits anywhere in the shipped docs either still compile or fail with file:line."""
+    text = _REAL_DOCS[name]
+    pos = int(frac * len(text))
+    mutated = text[:pos] + insert + text[pos + cut :]
+    path = f"{name}.md"
+    try:
+        compile_doc(parse_doc(mutated, path), name, {})
+    except DocError as e:
+        assert re.match(rf"^{name}\.md:\d+(:\d+)?: ", str(e)), str(e)

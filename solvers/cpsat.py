@@ -1,0 +1,213 @@
+"""Doc constraint expressions as OR-Tools CP-SAT constraints over integer knobs.
+
+The third translation of `zomboss.expr` (after Python and ASP): a mapping space's
+constraints, with the symbolic knobs fixed by a skeleton and the workload keys known, become
+CP-SAT constraints over the integer knobs (tile sizes). Products of two variables use
+multiplication equalities, divisions division equalities, and every intermediate gets bounds
+from interval arithmetic so the model stays small.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from ortools.sat.python import cp_model
+
+from zomboss import expr as ex
+from zomboss.errors import ZombossError
+
+LinExpr = cp_model.LinearExprT
+BIG = 1 << 40
+
+
+class SizingError(ZombossError):
+    pass
+
+
+@dataclass
+class _Term:
+    expr: LinExpr
+    lo: int
+    hi: int
+
+
+def _iv_mul(a: _Term, b: _Term) -> tuple[int, int]:
+    c = (a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi)
+    return min(c), max(c)
+
+
+class Translator:
+    """Adds constraints to a CP-SAT model; `consts` are fixed names (params, workload keys,
+    symbolic knob values as lower-case strings), `vars` the integer knobs."""
+
+    def __init__(
+        self,
+        model: cp_model.CpModel,
+        consts: Mapping[str, int | str],
+        variables: Mapping[str, cp_model.IntVar],
+        bounds: Mapping[str, tuple[int, int]],
+    ) -> None:
+        self.m = model
+        self.consts = dict(consts)
+        self.vars = dict(variables)
+        self.bounds = dict(bounds)
+        self._n = 0
+
+    def _new(self, lo: int, hi: int) -> cp_model.IntVar:
+        self._n += 1
+        return self.m.NewIntVar(max(lo, -BIG), min(hi, BIG), f"t{self._n}")
+
+    # -- constant folding ----------------------------------------------------------------
+    def const(self, e: ex.Expr) -> int | str | bool | None:
+        names = {r.name for r in ex.refs(e)}
+        if names & set(self.vars):
+            return None
+        env: dict[str, object] = {k: (v.lower() if isinstance(v, str) else v) for k, v in self.consts.items()}
+        f = ex.compile_python(e, lambda n: n in env, lambda n: True)
+        try:
+            return f(env)  # type: ignore[return-value]
+        except ZeroDivisionError:
+            raise SizingError(f"division by zero in {ex.show(e)}") from None
+
+    # -- integer terms --------------------------------------------------------------------
+    def term(self, e: ex.Expr) -> _Term:
+        c = self.const(e)
+        if c is not None:
+            if isinstance(c, str):
+                raise SizingError(f"symbol {c!r} used as a number in {ex.show(e)}")
+            return _Term(int(c), int(c), int(c))
+        if isinstance(e, ex.Ref):
+            lo, hi = self.bounds[e.name]
+            return _Term(self.vars[e.name], lo, hi)
+        if isinstance(e, ex.Un) and e.op == "neg":
+            t = self.term(e.arg)
+            return _Term(-t.expr, -t.hi, -t.lo)
+        if isinstance(e, ex.Bin) and e.op in ("+", "-"):
+            a, b = self.term(e.left), self.term(e.right)
+            if e.op == "+":
+                return _Term(a.expr + b.expr, a.lo + b.lo, a.hi + b.hi)
+            return _Term(a.expr - b.expr, a.lo - b.hi, a.hi - b.lo)
+        if isinstance(e, ex.Bin) and e.op == "*":
+            a, b = self.term(e.left), self.term(e.right)
+            lo, hi = _iv_mul(a, b)
+            if a.lo == a.hi:
+                return _Term(a.lo * b.expr, lo, hi)
+            if b.lo == b.hi:
+                return _Term(b.lo * a.expr, lo, hi)
+            v = self._new(lo, hi)
+            self.m.AddMultiplicationEquality(v, [a.expr, b.expr])
+            return _Term(v, lo, hi)
+        if isinstance(e, ex.Bin) and e.op in ("<<", ">>"):
+            k = self.const(e.right)
+            if not isinstance(k, int):
+                raise SizingError(f"shift by a variable amount in {ex.show(e)}")
+            factor = 1 << k
+            return self.term(ex.Bin("*" if e.op == "<<" else "/", e.left, ex.Int(factor)))
+        if isinstance(e, ex.Bin) and e.op in ("/", "%"):
+            a, b = self.term(e.left), self.term(e.right)
+            if b.lo <= 0 <= b.hi:
+                raise SizingError(f"divisor of {ex.show(e)} may be zero")
+            if a.lo < 0:
+                raise SizingError(f"dividend of {ex.show(e)} may be negative (floor and truncation differ)")
+            if e.op == "/":
+                cands = [a.lo // b.lo, a.lo // b.hi, a.hi // b.lo, a.hi // b.hi]
+                v = self._new(min(cands), max(cands))
+                self.m.AddDivisionEquality(v, a.expr, b.expr)
+                return _Term(v, min(cands), max(cands))
+            v = self._new(0, max(abs(b.lo), abs(b.hi)) - 1)
+            self.m.AddModuloEquality(v, a.expr, b.expr)
+            return _Term(v, 0, max(abs(b.lo), abs(b.hi)) - 1)
+        if isinstance(e, ex.Call) and e.fn == "cdiv":
+            a, b = e.args
+            return self.term(ex.Bin("/", ex.Bin("-", ex.Bin("+", a, b), ex.Int(1)), b))
+        if isinstance(e, ex.Call) and e.fn in ("min", "max"):
+            a, b = self.term(e.args[0]), self.term(e.args[1])
+            lo = min(a.lo, b.lo) if e.fn == "min" else max(a.lo, b.lo)
+            hi = min(a.hi, b.hi) if e.fn == "min" else max(a.hi, b.hi)
+            v = self._new(lo, hi)
+            (self.m.AddMinEquality if e.fn == "min" else self.m.AddMaxEquality)(v, [a.expr, b.expr])
+            return _Term(v, lo, hi)
+        if isinstance(e, ex.Call) and e.fn == "abs":
+            a = self.term(e.args[0])
+            hi = max(abs(a.lo), abs(a.hi))
+            v = self._new(0, hi)
+            self.m.AddAbsEquality(v, a.expr)
+            return _Term(v, 0, hi)
+        if isinstance(e, ex.Cond):
+            cond = self.boolean(e.cond)
+            a, b = self.term(e.then), self.term(e.other)
+            v = self._new(min(a.lo, b.lo), max(a.hi, b.hi))
+            self.m.Add(v == a.expr).OnlyEnforceIf(cond)
+            self.m.Add(v == b.expr).OnlyEnforceIf(cond.Not())
+            return _Term(v, min(a.lo, b.lo), max(a.hi, b.hi))
+        raise SizingError(f"{ex.show(e)} cannot be translated to CP-SAT")
+
+    # -- conditions -------------------------------------------------------------------------
+    def boolean(self, e: ex.Expr) -> cp_model.IntVar:
+        """A Boolean variable equal to the truth of `e`."""
+        c = self.const(e)
+        b = self.m.NewBoolVar("b")
+        if c is not None:
+            self.m.Add(b == int(bool(c)))
+            return b
+        if isinstance(e, ex.Bin) and e.op in ex.CMP_OPS:
+            lhs, rhs = self.term(e.left).expr, self.term(e.right).expr
+            pos = {
+                "==": lhs == rhs,
+                "!=": lhs != rhs,
+                "<": lhs < rhs,
+                "<=": lhs <= rhs,
+                ">": lhs > rhs,
+                ">=": lhs >= rhs,
+            }[e.op]
+            neg_op = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}[e.op]
+            neg = {
+                "==": lhs == rhs,
+                "!=": lhs != rhs,
+                "<": lhs < rhs,
+                "<=": lhs <= rhs,
+                ">": lhs > rhs,
+                ">=": lhs >= rhs,
+            }[neg_op]
+            self.m.Add(pos).OnlyEnforceIf(b)
+            self.m.Add(neg).OnlyEnforceIf(b.Not())
+            return b
+        if isinstance(e, ex.Un) and e.op == "not":
+            inner = self.boolean(e.arg)
+            self.m.Add(b == 1 - inner)
+            return b
+        if isinstance(e, ex.Bin) and e.op in ("and", "or", "->"):
+            left, right = self.boolean(e.left), self.boolean(e.right)
+            if e.op == "->":
+                left = left.Not()
+            if e.op == "and":
+                self.m.AddBoolAnd([left, right]).OnlyEnforceIf(b)
+                self.m.AddBoolOr([left.Not(), right.Not()]).OnlyEnforceIf(b.Not())
+            else:
+                self.m.AddBoolOr([left, right]).OnlyEnforceIf(b)
+                self.m.AddBoolAnd([left.Not(), right.Not()]).OnlyEnforceIf(b.Not())
+            return b
+        if isinstance(e, ex.InSet):
+            return self.boolean(_or_all([ex.Bin("==", e.arg, i) for i in e.items]))
+        return self.boolean(ex.Bin("!=", e, ex.Int(0)))
+
+    def require(self, e: ex.Expr) -> None:
+        """Add `e` as a hard constraint."""
+        c = self.const(e)
+        if c is not None:
+            if not c:
+                self.m.AddBoolOr([])  # infeasible: a constant constraint that does not hold
+            return
+        if isinstance(e, ex.Bin) and e.op == "and":
+            self.require(e.left)
+            self.require(e.right)
+            return
+        self.m.AddBoolAnd([self.boolean(e)])
+
+
+def _or_all(items: list[ex.Expr]) -> ex.Expr:
+    out = items[0]
+    for x in items[1:]:
+        out = ex.Bin("or", out, x)
+    return out
