@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ortools.sat.python import cp_model
 
 from zomboss import expr as ex
 from zomboss.errors import ZombossError
 
-LinExpr = cp_model.LinearExprT
 BIG = 1 << 40
 
 
@@ -27,7 +27,7 @@ class SizingError(ZombossError):
 
 @dataclass
 class _Term:
-    expr: LinExpr
+    expr: Any  # a CP-SAT linear expression or an int (ortools' stubs are too narrow to name it)
     lo: int
     hi: int
 
@@ -56,7 +56,7 @@ class Translator:
 
     def _new(self, lo: int, hi: int) -> cp_model.IntVar:
         self._n += 1
-        return self.m.NewIntVar(max(lo, -BIG), min(hi, BIG), f"t{self._n}")
+        return self.m.new_int_var(max(lo, -BIG), min(hi, BIG), f"t{self._n}")
 
     # -- constant folding ----------------------------------------------------------------
     def const(self, e: ex.Expr) -> int | str | bool | None:
@@ -96,7 +96,7 @@ class Translator:
             if b.lo == b.hi:
                 return _Term(b.lo * a.expr, lo, hi)
             v = self._new(lo, hi)
-            self.m.AddMultiplicationEquality(v, [a.expr, b.expr])
+            self.m.add_multiplication_equality(v, [a.expr, b.expr])
             return _Term(v, lo, hi)
         if isinstance(e, ex.Bin) and e.op in ("<<", ">>"):
             k = self.const(e.right)
@@ -113,43 +113,43 @@ class Translator:
             if e.op == "/":
                 cands = [a.lo // b.lo, a.lo // b.hi, a.hi // b.lo, a.hi // b.hi]
                 v = self._new(min(cands), max(cands))
-                self.m.AddDivisionEquality(v, a.expr, b.expr)
+                self.m.add_division_equality(v, a.expr, b.expr)
                 return _Term(v, min(cands), max(cands))
             v = self._new(0, max(abs(b.lo), abs(b.hi)) - 1)
-            self.m.AddModuloEquality(v, a.expr, b.expr)
+            self.m.add_modulo_equality(v, a.expr, b.expr)
             return _Term(v, 0, max(abs(b.lo), abs(b.hi)) - 1)
         if isinstance(e, ex.Call) and e.fn == "cdiv":
-            a, b = e.args
-            return self.term(ex.Bin("/", ex.Bin("-", ex.Bin("+", a, b), ex.Int(1)), b))
+            num, den = e.args
+            return self.term(ex.Bin("/", ex.Bin("-", ex.Bin("+", num, den), ex.Int(1)), den))
         if isinstance(e, ex.Call) and e.fn in ("min", "max"):
             a, b = self.term(e.args[0]), self.term(e.args[1])
             lo = min(a.lo, b.lo) if e.fn == "min" else max(a.lo, b.lo)
             hi = min(a.hi, b.hi) if e.fn == "min" else max(a.hi, b.hi)
             v = self._new(lo, hi)
-            (self.m.AddMinEquality if e.fn == "min" else self.m.AddMaxEquality)(v, [a.expr, b.expr])
+            (self.m.add_min_equality if e.fn == "min" else self.m.add_max_equality)(v, [a.expr, b.expr])
             return _Term(v, lo, hi)
         if isinstance(e, ex.Call) and e.fn == "abs":
             a = self.term(e.args[0])
             hi = max(abs(a.lo), abs(a.hi))
             v = self._new(0, hi)
-            self.m.AddAbsEquality(v, a.expr)
+            self.m.add_abs_equality(v, a.expr)
             return _Term(v, 0, hi)
         if isinstance(e, ex.Cond):
             cond = self.boolean(e.cond)
             a, b = self.term(e.then), self.term(e.other)
             v = self._new(min(a.lo, b.lo), max(a.hi, b.hi))
-            self.m.Add(v == a.expr).OnlyEnforceIf(cond)
-            self.m.Add(v == b.expr).OnlyEnforceIf(cond.Not())
+            self.m.add(v == a.expr).only_enforce_if(cond)
+            self.m.add(v == b.expr).only_enforce_if(cond.negated())
             return _Term(v, min(a.lo, b.lo), max(a.hi, b.hi))
         raise SizingError(f"{ex.show(e)} cannot be translated to CP-SAT")
 
     # -- conditions -------------------------------------------------------------------------
-    def boolean(self, e: ex.Expr) -> cp_model.IntVar:
+    def boolean(self, e: ex.Expr) -> Any:
         """A Boolean variable equal to the truth of `e`."""
         c = self.const(e)
-        b = self.m.NewBoolVar("b")
+        b = self.m.new_bool_var("b")
         if c is not None:
-            self.m.Add(b == int(bool(c)))
+            self.m.add(b == int(bool(c)))
             return b
         if isinstance(e, ex.Bin) and e.op in ex.CMP_OPS:
             lhs, rhs = self.term(e.left).expr, self.term(e.right).expr
@@ -170,23 +170,23 @@ class Translator:
                 ">": lhs > rhs,
                 ">=": lhs >= rhs,
             }[neg_op]
-            self.m.Add(pos).OnlyEnforceIf(b)
-            self.m.Add(neg).OnlyEnforceIf(b.Not())
+            self.m.add(pos).only_enforce_if(b)
+            self.m.add(neg).only_enforce_if(b.negated())
             return b
         if isinstance(e, ex.Un) and e.op == "not":
             inner = self.boolean(e.arg)
-            self.m.Add(b == 1 - inner)
+            self.m.add(b == 1 - inner)
             return b
         if isinstance(e, ex.Bin) and e.op in ("and", "or", "->"):
             left, right = self.boolean(e.left), self.boolean(e.right)
             if e.op == "->":
-                left = left.Not()
+                left = left.negated()
             if e.op == "and":
-                self.m.AddBoolAnd([left, right]).OnlyEnforceIf(b)
-                self.m.AddBoolOr([left.Not(), right.Not()]).OnlyEnforceIf(b.Not())
+                self.m.add_bool_and([left, right]).only_enforce_if(b)
+                self.m.add_bool_or([left.negated(), right.negated()]).only_enforce_if(b.negated())
             else:
-                self.m.AddBoolOr([left, right]).OnlyEnforceIf(b)
-                self.m.AddBoolAnd([left.Not(), right.Not()]).OnlyEnforceIf(b.Not())
+                self.m.add_bool_or([left, right]).only_enforce_if(b)
+                self.m.add_bool_and([left.negated(), right.negated()]).only_enforce_if(b.negated())
             return b
         if isinstance(e, ex.InSet):
             return self.boolean(_or_all([ex.Bin("==", e.arg, i) for i in e.items]))
@@ -197,13 +197,13 @@ class Translator:
         c = self.const(e)
         if c is not None:
             if not c:
-                self.m.AddBoolOr([])  # infeasible: a constant constraint that does not hold
+                self.m.add_bool_or([])  # infeasible: a constant constraint that does not hold
             return
         if isinstance(e, ex.Bin) and e.op == "and":
             self.require(e.left)
             self.require(e.right)
             return
-        self.m.AddBoolAnd([self.boolean(e)])
+        self.m.add_bool_and([self.boolean(e)])
 
 
 def _or_all(items: list[ex.Expr]) -> ex.Expr:

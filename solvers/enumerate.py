@@ -68,24 +68,24 @@ def size(
     for k in space.knobs:
         if k.values:
             continue
-        lo, hi = int(ex.evaluate(k.lo, kb.params)), int(ex.evaluate(k.hi, kb.params))  # type: ignore[call-overload, arg-type]
-        variables[k.name] = model.NewIntVar(lo, hi, k.name)
+        lo, hi = int(ex.evaluate(k.lo, kb.params)), int(ex.evaluate(k.hi, kb.params))  # type: ignore[call-overload]
+        variables[k.name] = model.new_int_var(lo, hi, k.name)
         bounds[k.name] = (lo, hi)
     tr = Translator(model, consts, variables, bounds)
     try:
         for c in space.constraints:
             tr.require(c.expr)
         if objective is not None:
-            model.Minimize(tr.term(objective).expr)
+            model.minimize(tr.term(objective).expr)
     except SizingError as e:
         raise SizingError(f"{op}: {e}") from None
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = time_limit
     solver.parameters.num_workers = 1
-    status = solver.Solve(model)
+    status = solver.solve(model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
-    vals = {k: int(solver.Value(v)) for k, v in variables.items()}
+    vals = {k: int(solver.value(v)) for k, v in variables.items()}
     if objective is None:
         return Sizing(vals, None, None, status == cp_model.OPTIMAL)
-    return Sizing(vals, int(solver.ObjectiveValue()), int(solver.BestObjectiveBound()), status == cp_model.OPTIMAL)
+    return Sizing(vals, int(solver.objective_value), int(solver.best_objective_bound), status == cp_model.OPTIMAL)

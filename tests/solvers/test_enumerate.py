@@ -65,11 +65,11 @@ def test_cpsat_feasibility_agrees_with_checkers(kb, M, ti, tk, df):
     from zomboss.solvers.cpsat import Translator
 
     m = cp_model.CpModel()
-    vars_ = {k: m.NewIntVar(1, 64, k) for k in ("tile_i", "tile_k")}
+    vars_ = {k: m.new_int_var(1, 64, k) for k in ("tile_i", "tile_k")}
     tr = Translator(m, {**kb.params, **shape, "df": df}, vars_, dict.fromkeys(vars_, (1, 64)))
     for c in space.constraints:
         tr.require(c.expr)
     tr.require(pin)
-    status = cp_model.CpSolver().Solve(m)
+    status = cp_model.CpSolver().solve(m)
     assert (status in (cp_model.OPTIMAL, cp_model.FEASIBLE)) == legal
     assert Skeleton("matmul", (("df", df),)).as_dict() == {"df": df}
