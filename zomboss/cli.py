@@ -55,7 +55,8 @@ def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
 
 
 def cmd_kb_build(args: argparse.Namespace) -> int:
-    from zomboss.knowledge import _atomic_write, load_kb
+    from zomboss.cache import atomic_write
+    from zomboss.knowledge import load_kb
 
     names = args.targets or ["gemmini", "plena"]
     if args.out and len(names) != 1:
@@ -70,7 +71,7 @@ def cmd_kb_build(args: argparse.Namespace) -> int:
             {"target": kb.target, "doc": kb.doc.path, **kb.counts, "cached": kb.from_cache, "seconds": round(dt, 4)}
         )
         if args.out:
-            _atomic_write(Path(args.out), kb.asp.encode())
+            atomic_write(Path(args.out), kb.asp.encode())
     lines = [
         f"{r['target']}: {r['facts']} facts, {r['rules']} ASP rules ({r['doc_rules']} legality rules) from {r['doc']}"
         f" [{'cached' if r['cached'] else 'built'} in {r['seconds']:.3f}s]"

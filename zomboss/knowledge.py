@@ -11,7 +11,6 @@ import fnmatch
 import hashlib
 import os
 import pickle
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -21,9 +20,10 @@ from pathlib import Path
 from zomboss import docmodel as dm
 from zomboss import expr as ex
 from zomboss.archdoc import DocError, grammar_text, parse_doc
+from zomboss.cache import atomic_write, cache_root
 
 CACHE_FORMAT = 1
-_SOURCES = ("archdoc.py", "docmodel.py", "expr.py", "facts.py", "knowledge.py")
+_SOURCES = ("archdoc.py", "asp.py", "docmodel.py", "expr.py", "facts.py", "knowledge.py")
 
 
 @dataclass(frozen=True)
@@ -345,8 +345,7 @@ def compile_doc(doc: dm.Doc, target: str, overrides: Mapping[str, int]) -> KB:
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("ZOMBOSS_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "zomboss")
-    return Path(root) / "kb"
+    return cache_root() / "kb"
 
 
 def _digest(doc_text: str, overrides: Mapping[str, int]) -> str:
@@ -359,22 +358,6 @@ def _digest(doc_text: str, overrides: Mapping[str, int]) -> str:
     h.update(doc_text.encode())
     h.update(repr(sorted((k.lower(), int(v)) for k, v in overrides.items())).encode())
     return h.hexdigest()
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    """Write via a temporary file in the same folder and rename: a reader (or a killed
-    writer) never sees a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def load_kb(
@@ -402,5 +385,5 @@ def load_kb(
     kb = compile_doc(parse_doc(text, str(path)), path.stem, overrides)
     kb.digest = digest
     if use_cache:
-        _atomic_write(cfile, pickle.dumps(kb, protocol=pickle.HIGHEST_PROTOCOL))
+        atomic_write(cfile, pickle.dumps(kb, protocol=pickle.HIGHEST_PROTOCOL))
     return kb

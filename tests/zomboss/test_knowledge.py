@@ -101,6 +101,7 @@ def test_corrupt_cache_entry_is_rebuilt(tmp_path, monkeypatch):
 _KILL_SCRIPT = """
 import os, sys, pickle, time
 import zomboss.knowledge as k
+import zomboss.cache as c
 real = pickle.dumps
 def slow(obj, *a, **kw):
     data = real(obj, *a, **kw)
@@ -147,6 +148,7 @@ def test_killed_mid_write_leaves_no_partial_file(tmp_path):
     script = """
 import os, sys, time
 import zomboss.knowledge as k
+import zomboss.cache as c
 real_fdopen = os.fdopen
 class Slow:
     def __init__(self, f): self.f = f
@@ -157,7 +159,7 @@ class Slow:
         sys.stdout.write("half\\n"); sys.stdout.flush(); time.sleep(30)
     def flush(self): self.f.flush()
     def fileno(self): return self.f.fileno()
-k.os.fdopen = lambda fd, mode: Slow(real_fdopen(fd, mode))
+c.os.fdopen = lambda fd, mode: Slow(real_fdopen(fd, mode))
 k.load_kb(sys.argv[1])
 """
     proc = subprocess.Popen([sys.executable, "-c", script, str(doc)], env=env, stdout=subprocess.PIPE, text=True)
