@@ -241,13 +241,11 @@ class _Builder:
         head = self._kvs([c[1]])
         if "width" not in head:
             raise DocError(f"{self.loc(c[1]).pos}: a layout starts with 'width: N'")
-        bits: dict[str, tuple[int, int]] = {}
+        bits: dict[str, tuple[ex.Expr, ex.Expr]] = {}
         for bf in c[2:]:
             name = str(bf.children[0])
-            hi = _int(str(bf.children[1]))
-            lo = _int(str(bf.children[2])) if len(bf.children) > 2 else hi
-            if lo > hi:
-                raise DocError(f"{self.loc(bf).pos}: bit range {hi}..{lo} must be written high..low")
+            hi = self.expr(bf.children[1])
+            lo = self.expr(bf.children[2]) if len(bf.children) > 2 else hi
             bits[name] = (hi, lo)
         self.doc.layouts.append(dm.Layout(str(c[0]), head["width"], bits, self.loc(t)))
 

@@ -185,6 +185,47 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from zomboss.bench import report, run_bench, suites_for
+
+    suites = suites_for(args.suite)
+    overrides = _param_overrides(args.param)
+    db = Path(args.db)
+    t0 = time.perf_counter()
+    store = run_bench(suites, db, args.workers, overrides, only=args.only or (), progress=not args.json)
+    rows = report(store, suites, overrides, None if args.no_plot else Path(args.plot))
+    store.close()
+    wall = time.perf_counter() - t0
+    if args.json:
+        print(json.dumps({"db": str(db), "wall_s": wall, "results": rows}, indent=2, default=str))
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=f"compiler defaults ({db})")
+        for col in ("target", "workload", "verified", "cycles", "bound", "bound/cycles", "wall s"):
+            table.add_column(col, justify="right" if col not in ("target", "workload") else "left")
+        for r in rows:
+            eff = f"{r['efficiency']:.2f}" if r["efficiency"] else "-"
+            table.add_row(
+                r["target"],
+                r["workload"],
+                "yes" if r["verified"] else ("ERROR" if r["error"] else "no"),
+                str(r["cycles"] or "-"),
+                str(r["bound_cycles"] or "-"),
+                eff,
+                f"{r['wall_s'] or 0:.2f}",
+            )
+        Console().print(table)
+        for r in rows:
+            if r["error"]:
+                print(f"{r['target']}:{r['workload']}: {r['error']}")
+        if not args.no_plot:
+            print(f"plot: {args.plot}")
+        print(f"{sum(r['verified'] for r in rows)}/{len(rows)} verified; bench wall time {wall:.1f}s")
+    return 0 if rows and all(r["verified"] for r in rows) else 1
+
+
 # ---- parser -------------------------------------------------------------------------------------
 
 
@@ -235,6 +276,14 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("workload")
     e.add_argument("-o", "--output", required=True, metavar="FILE")
     e.set_defaults(fn=cmd_export)
+    bn = sub.add_parser("bench", parents=[common], help="the whole suite: results DB + report")
+    bn.add_argument("--suite", default="all", help="gemmini, plena or all")
+    bn.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="process pool size")
+    bn.add_argument("--db", default="results/zomboss.sqlite", help="results store (SQLite); reruns resume")
+    bn.add_argument("--plot", default="results/defaults.png")
+    bn.add_argument("--no-plot", action="store_true")
+    bn.add_argument("--only", action="append", metavar="WORKLOAD", help="restrict to these suite ids (repeatable)")
+    bn.set_defaults(fn=cmd_bench)
     return p
 
 

@@ -48,7 +48,7 @@ class RegFile:
 class Layout:
     name: str
     width: Expr
-    bits: dict[str, tuple[int, int]]  # field -> (hi, lo)
+    bits: dict[str, tuple[Expr, Expr]]  # field -> (hi, lo), parameter expressions
     loc: Loc
 
 

@@ -38,6 +38,15 @@ class MemoryInfo:
 
 
 @dataclass(frozen=True)
+class LayoutInfo:
+    """A bit layout with its field positions evaluated for this KB's parameters."""
+
+    name: str
+    width: int
+    bits: dict[str, tuple[int, int]]  # field -> (hi, lo)
+
+
+@dataclass(frozen=True)
 class RegFileInfo:
     name: str
     count: int
@@ -54,7 +63,7 @@ class KB:
     params: dict[str, int]
     memories: dict[str, MemoryInfo]
     regfiles: dict[str, RegFileInfo]
-    layouts: dict[str, dm.Layout]
+    layouts: dict[str, LayoutInfo]
     states: dict[str, tuple[int | None, dict[str, int]]]
     instrs: dict[str, dm.Instr]
     rules: list[dm.Rule]  # doc rules plus the generated operand-range rules
@@ -283,6 +292,18 @@ def _check_invariant(kb: KB, rule: dm.Rule) -> None:
         )
 
 
+def _layout(lay: dm.Layout, params: Mapping[str, int]) -> LayoutInfo:
+    width = _num(lay.width, params, lay.loc, f"layout {lay.name} width")
+    bits: dict[str, tuple[int, int]] = {}
+    for name, (hi_e, lo_e) in lay.bits.items():
+        hi = _num(hi_e, params, lay.loc, f"layout {lay.name} field {name}")
+        lo = _num(lo_e, params, lay.loc, f"layout {lay.name} field {name}")
+        if not 0 <= lo <= hi < width:
+            raise DocError(f"{lay.loc}: layout {lay.name} field {name}: bits {hi}..{lo} must satisfy {width - 1} >= hi >= lo >= 0")
+        bits[name] = (hi, lo)
+    return LayoutInfo(lay.name, width, bits)
+
+
 def compile_doc(doc: dm.Doc, target: str, overrides: Mapping[str, int]) -> KB:
     params = _eval_params(doc, overrides)
     memories: dict[str, MemoryInfo] = {}
@@ -326,7 +347,7 @@ def compile_doc(doc: dm.Doc, target: str, overrides: Mapping[str, int]) -> KB:
         params=params,
         memories=memories,
         regfiles=regfiles,
-        layouts={lay.name: lay for lay in doc.layouts},
+        layouts={lay.name: _layout(lay, params) for lay in doc.layouts},
         states=states,
         instrs={i.name: i for i in doc.instrs},
         rules=_range_rules(doc, regfiles) + list(doc.rules),
