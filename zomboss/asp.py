@@ -282,12 +282,53 @@ class AspViolation:
     pos: int
 
 
+ASP_INT_MIN, ASP_INT_MAX = -(1 << 31), (1 << 31) - 1  # clingo integers are 32-bit
+
+
+def _referenced(kb) -> dict[str, tuple[set[str], set[str]]]:
+    """Per mnemonic: names its ASP rules read from itself and from its previous instruction."""
+    cached = getattr(kb, "_asp_refs", None)
+    if cached is not None:
+        return cached
+    out: dict[str, tuple[set[str], set[str]]] = {m: (set(), set()) for m in kb.instrs}
+    for r in kb.rules:
+        for m in kb.applies.get(r.id, ()):
+            for ref in ex.refs(_lets_inlined(kb.instrs[m], r.expr)):
+                (out[m][1].add(ref.name[5:]) if ref.name.startswith("prev.") else out[m][0].add(ref.name))
+    for ins in kb.instrs.values():
+        for acc in ins.reads + ins.writes:
+            for e in (acc.lo, acc.hi, acc.when):
+                if e is not None:
+                    out[ins.name][0].update(ref.name for ref in ex.refs(_lets_inlined(ins, e)))
+    kb._asp_refs = out
+    return out
+
+
+def _fits(v: int) -> bool:
+    return ASP_INT_MIN <= int(v) <= ASP_INT_MAX
+
+
+def asp_blind(kb, events: Iterable[tuple[int, str, Mapping[str, int], int | None, Mapping[str, int]]]) -> set[int]:
+    """Positions whose rules read a value clingo cannot represent (e.g. a u32 register above
+    2^31-1). Such values get no fact, so only the Python predicates decide there."""
+    refs = _referenced(kb)
+    big: dict[int, set[str]] = {}
+    blind: set[int] = set()
+    for pos, op, vals, prev, _ in events:
+        big[pos] = {k for k, v in vals.items() if not _fits(v)}
+        own, from_prev = refs.get(op, (set(), set()))
+        if big[pos] & own or (prev is not None and big.get(prev, set()) & from_prev):
+            blind.add(pos)
+    return blind
+
+
 def program_facts(kb, events: Iterable[tuple[int, str, Mapping[str, int], int | None, Mapping[str, int]]]) -> str:
-    """Facts for a dynamic instruction stream: (pos, mnemonic, values, prev pos, epochs)."""
+    """Facts for a dynamic instruction stream: (pos, mnemonic, values, prev pos, epochs).
+    Values beyond clingo's integers get no fact (see asp_blind)."""
     out: list[F.Fact] = []
     for pos, op, vals, prev, epochs in events:
         out.append(F.InstrFact(pos, F.Sym(op)))
-        out += [F.ValFact(pos, F.Text(k), int(v)) for k, v in vals.items()]
+        out += [F.ValFact(pos, F.Text(k), int(v)) for k, v in vals.items() if _fits(v)]
         if prev is not None:
             out.append(F.PrevFact(pos, prev))
         out += [F.EpochFact(pos, F.Sym(f), n) for f, n in epochs.items()]

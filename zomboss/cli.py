@@ -294,6 +294,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ZombossError as e:
         print(f"zomboss: {e}", file=sys.stderr)
         return e.exit_code
+    except BrokenPipeError:  # output piped into `head` and closed early
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         print("zomboss: interrupted", file=sys.stderr)
         return 130

@@ -17,7 +17,7 @@ class KernelResult:
 
     target: str
     workload: str
-    verified: bool
+    verified: bool | None  # None: nothing to verify against (e.g. a bare program without its sidecar)
     cycles: int
     mapping: Mapping[str, Any]
     simulations: int = 1

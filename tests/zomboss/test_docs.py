@@ -21,15 +21,28 @@ from zomboss.target import doc_path, get_target
 
 TOY = Path(__file__).parent / "data" / "toy.md"
 DOCS = {"toy": TOY, "gemmini": None, "plena": None}
+TOY_KB = load_kb(TOY)
 
 
 def _kb(name: str) -> KB:
     return load_kb(DOCS[name] or doc_path(name))
 
 
+def _toy_trace(program: Program):
+    """The toy machine's only state-changing instruction is `addi rd, rs, imm`; register
+    operands are reported with the contents they have when the instruction runs."""
+    regs = [0] * 4
+    for ins in program.instrs:
+        kinds = [o.kind for o in TOY_KB.instrs[ins.op].operands]
+        vals = {i: regs[a % 4] for i, (a, k) in enumerate(zip(ins.args, kinds, strict=True)) if k == "gp"}
+        yield ins, vals
+        if ins.op == "addi" and ins.args[0] < 4:
+            regs[ins.args[0]] = (regs[ins.args[1] % 4] + ins.args[2]) % (1 << 32)
+
+
 def _events(name: str, kb: KB, program: Program):
     if name == "toy":
-        return [(i, {}) for i in program.instrs]
+        return list(_toy_trace(program))
     return list(get_target(name).trace(program, {}))
 
 
@@ -38,7 +51,8 @@ def _check(name: str, kb: KB, program: Program) -> list[Violation]:
     ch.record = True
     found = ch.check(_events(name, kb, program))
     by_asp = asp.check_program(kb, asp.program_facts(kb, ch.events))
-    assert {(v.rule, v.index) for v in found if not v.rule.startswith("isa.")} == {(v.rule, v.pos - 1) for v in by_asp}
+    blind = {p - 1 for p in asp.asp_blind(kb, ch.events)}
+    assert {(v.rule, v.index) for v in found if not v.rule.startswith("isa.") and v.index not in blind} == {(v.rule, v.pos - 1) for v in by_asp}
     return found
 
 

@@ -1,0 +1,605 @@
+"""The loop unrollers: `loop_ws` and `loop_conv_ws` expanded into plain Gemmini instructions.
+
+Both FSMs are modelled as the RTL builds them (`ucb-bar/gemmini:LoopMatmul.scala`,
+`LoopConv.scala`): two loops in flight, each in its own half of the scratchpad (slot = loop
+number mod 2, or a half pinned by `a_spad_id`/`b_spad_id`), the accumulator half toggling
+after every loop that stores its output, block mvins of up to MAX_BLOCK_LEN tiles, and the
+per-generator command orders (D: j/i, A: k/i, B: k/j, execute: k/j/i, C: j/i). The data a
+loop computes equals Spike's (`ucb-bar/libgemmini:gemmini.cc` `loop_ws`, `loop_conv_ws`),
+whose loop structure and address arithmetic the conv expansion follows.
+
+An expansion is a tuple of entries `(op, args, generator, gate, reloc)`: the instruction, the
+FSM generator that issues it (for the timing model: each generator allocates reservation-
+station entries on its own), the index within the expansion of the command whose issue gates
+it (execute waits for the loads it needs to be issued; stores wait for the execute commands
+they read), and which DRAM base (1-4) its first operand is relative to (0: absolute). The
+order is the one the functional model executes and the checker sees; it respects every data
+dependency. Expansions depend only on the loop's shape, not on its DRAM addresses, so they
+are built once per shape and relocated (`Expansion.commands`): the execute commands, the bulk
+of every loop, carry no DRAM address at all and are shared between loops.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from zomboss.targets.gemmini.config import GemminiConfig
+from zomboss.targets.gemmini.isa import GARBAGE, IS_ACC, OPERANDS, acc_addr
+from zomboss.targets.gemmini.numerics import ONE_F32_BITS
+
+from zomboss.errors import ZombossError
+from zomboss.program import Instr
+
+# Generators (who issues a command): the CPU, or one of the loop FSM's generators.
+CPU, GEN_LD, GEN_EX, GEN_ST = 0, 1, 2, 3
+
+
+Entry = tuple[str, tuple[int, ...], int, int, int]  # op, args, generator, gate index, reloc
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """The commands of one loop: a shared shape template plus this loop's DRAM bases."""
+
+    entries: tuple[Entry, ...]
+    bases: tuple[int, int, int, int]  # loop_ws: A, B, D, C; loop_conv_ws: input, weights, bias, output
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def args(self) -> Iterator[tuple[str, tuple[int, ...], int, int]]:
+        """(op, absolute args, generator, gate) per command, without building Instr objects."""
+        bases = (0, *self.bases)
+        for op, args, gen, gate, reloc in self.entries:
+            if reloc:
+                args = (args[0] + bases[reloc], *args[1:])
+            yield op, args, gen, gate
+
+    def commands(self, line: int = 0) -> Iterator[tuple[Instr, int, int]]:
+        """(instruction, generator, gate) per command."""
+        for op, args, gen, gate in self.args():
+            yield Instr(op, args, line), gen, gate
+
+
+class _Templates:
+    """A small LRU of expansion templates keyed by everything but the DRAM bases."""
+
+    def __init__(self, size: int = 64) -> None:
+        self.size = size
+        self.data: OrderedDict[tuple, tuple[Entry, ...]] = OrderedDict()
+
+    def get(self, key: tuple, build) -> tuple[Entry, ...]:  # noqa: ANN001 - a zero-argument builder
+        hit = self.data.get(key)
+        if hit is not None:
+            self.data.move_to_end(key)
+            return hit
+        value = tuple(build())
+        self.data[key] = value
+        if len(self.data) > self.size:
+            self.data.popitem(last=False)
+        return value
+
+
+_WS_TEMPLATES = _Templates()
+_CONV_TEMPLATES = _Templates()
+R_A, R_B, R_D, R_C = 1, 2, 3, 4  # loop_ws relocation slots
+R_IN, R_W, R_BIAS, R_OUT = 1, 2, 3, 4  # loop_conv_ws relocation slots
+
+
+class UnsupportedLoop(ZombossError):
+    """A loop_conv_ws feature the Zomboss simulator does not model (transposes, dw, dilation)."""
+
+
+@dataclass
+class LoopFsm:
+    """Mutable FSM state of one unroller: its configuration registers and buffer slots."""
+
+    regs: dict[str, int] = field(default_factory=dict)
+    loops: int = 0  # loops started so far (slot = loops % 2)
+    acc_half: int = 0  # 0 or 1: which accumulator half the next loop uses
+
+    def configure(self, ins: Instr) -> None:
+        self.regs.update(zip(OPERANDS[ins.op], ins.args, strict=True))
+
+    def reg(self, name: str) -> int:
+        return self.regs.get(name, 0)
+
+
+def _slots(cfg: GemminiConfig, fsm: LoopFsm, a_spad_id: int, b_spad_id: int) -> tuple[int, int]:
+    """(A start row, B end row) of the loop about to start (RTL `a_addr_start` / `b_addr_end`)."""
+    half = cfg.half_sp_rows
+    slot = fsm.loops % 2
+    a_start = slot * half if a_spad_id == 0 else (a_spad_id - 1) * half
+    b_end = (slot + 1) * half if b_spad_id == 0 else b_spad_id * half
+    return a_start, b_end
+
+
+def expand_loop_ws(cfg: GemminiConfig, fsm: LoopFsm, run: Instr) -> Expansion:
+    """The command stream of one `loop_ws` (after its five configuration instructions)."""
+    (ex_acc, full_c, low_d, _act, a_id, b_id, a_t, b_t, resadd) = run.args
+    r = fsm.reg
+    a_start, b_end = _slots(cfg, fsm, a_id, b_id)
+    slot = fsm.loops % 2
+    acc_base = fsm.acc_half * cfg.half_acc_rows
+    fsm.loops += 1
+    bases = (r("a"), r("b"), r("d"), r("c"))
+    shape = tuple(
+        r(n) for n in ("i", "j", "k", "pad_i", "pad_j", "pad_k", "a_stride", "b_stride", "d_stride", "c_stride")
+    )
+    present = tuple(x != 0 for x in bases)
+    if resadd:
+        key: tuple = ("resadd", cfg, shape, present, slot)
+        return Expansion(_WS_TEMPLATES.get(key, lambda: _resadd(cfg, shape, present, slot * cfg.half_acc_rows)), bases)
+    if bases[3]:
+        fsm.acc_half ^= 1
+    flags = (ex_acc, full_c, low_d, a_t, b_t)
+    key = ("ws", cfg, shape, present, flags, a_start, b_end, acc_base)
+    return Expansion(
+        _WS_TEMPLATES.get(key, lambda: _loop_ws(cfg, shape, present, flags, a_start, b_end, acc_base)), bases
+    )
+
+
+def _loop_ws(
+    cfg: GemminiConfig,
+    shape: tuple[int, ...],
+    present: tuple[bool, ...],
+    flags: tuple[int, ...],
+    a_start: int,
+    b_end: int,
+    acc_base: int,
+) -> list[Entry]:
+    I, J, K, pad_i, pad_j, pad_k, sa, sb, sd, sc = shape  # noqa: N806 - the ISA's names
+    has_a, has_b, has_d, has_c = present
+    ex_acc, full_c, low_d, a_t, b_t = flags
+    dim = cfg.dim
+    b_start = b_end - K * J * dim
+    mbl = cfg.max_block_len
+
+    def rows_of(idx: int, n: int, pad: int) -> int:
+        return dim - (pad if idx == n - 1 else 0)
+
+    def cols_of(idx: int, blocks: int, n: int, pad: int) -> int:
+        return blocks * dim - (pad if idx + blocks >= n else 0)
+
+    out: list[Entry] = []
+    # D: j outer (blocks), i inner (LdD); int32 D moves one tile per mvin, int8 D up to four.
+    d_last = -1
+    if has_d:
+        mb = min(J, mbl if low_d else cfg.max_block_len_acc)
+        esz = 1 if low_d else 4
+        for j in range(0, J, mb):
+            blocks = min(mb, J - j)
+            for i in range(I):
+                args = (
+                    (i * sd + j) * dim * esz,
+                    acc_addr(acc_base + (i * J + j) * dim),
+                    cols_of(j, blocks, J, pad_j),
+                    rows_of(i, I, pad_i),
+                )
+                d_last = len(out)
+                out.append(("mvin3", args, GEN_LD, -1, R_D))
+
+    # A and B loads in RTL generator order; a_cover[i][k] / b_cover[k][j]: the mvin holding the tile.
+    a_loads: list[tuple[int, ...]] = []
+    a_cover = [[0] * K for _ in range(I)]
+    if has_a:
+        if not a_t:
+            mb = min(K, mbl)
+            for k in range(0, K, mb):
+                blocks = min(mb, K - k)
+                for i in range(I):
+                    for kk in range(k, k + blocks):
+                        a_cover[i][kk] = len(a_loads)
+                    a_loads.append(
+                        (
+                            (i * sa + k) * dim,
+                            a_start + (i * K + k) * dim,
+                            cols_of(k, blocks, K, pad_k),
+                            rows_of(i, I, pad_i),
+                        )
+                    )
+        else:
+            mb = min(I, mbl)
+            for k in range(K):
+                for i in range(0, I, mb):
+                    blocks = min(mb, I - i)
+                    for ii in range(i, i + blocks):
+                        a_cover[ii][k] = len(a_loads)
+                    a_loads.append(
+                        (
+                            (k * sa + i) * dim,
+                            a_start + (k * I + i) * dim,
+                            cols_of(i, blocks, I, pad_i),
+                            rows_of(k, K, pad_k),
+                        )
+                    )
+    b_loads: list[tuple[int, ...]] = []
+    b_cover = [[0] * J for _ in range(K)]
+    if has_b:
+        if not b_t:
+            mb = min(J, mbl)
+            for k in range(K):
+                for j in range(0, J, mb):
+                    blocks = min(mb, J - j)
+                    for jj in range(j, j + blocks):
+                        b_cover[k][jj] = len(b_loads)
+                    b_loads.append(
+                        (
+                            (k * sb + j) * dim,
+                            b_start + (k * J + j) * dim,
+                            cols_of(j, blocks, J, pad_j),
+                            rows_of(k, K, pad_k),
+                        )
+                    )
+        else:
+            mb = min(K, mbl)
+            for k in range(0, K, mb):
+                blocks = min(mb, K - k)
+                for j in range(J):
+                    for kk in range(k, k + blocks):
+                        b_cover[kk][j] = len(b_loads)
+                    b_loads.append(
+                        (
+                            (j * sb + k) * dim,
+                            b_start + (j * K + k) * dim,
+                            cols_of(k, blocks, K, pad_k),
+                            rows_of(j, J, pad_j),
+                        )
+                    )
+
+    # Execute k/j/i, pulling in the loads each block needs first (A before B, generator order).
+    a_pos: list[int] = []
+    b_pos: list[int] = []
+    last_ex = [[0] * I for _ in range(J)]  # at k = K-1: index of the compute of tile (i, j)
+    for k in range(K):
+        kr = rows_of(k, K, pad_k)
+        for j in range(J):
+            jc = rows_of(j, J, pad_j)
+            for i in range(I):
+                gate = d_last
+                if has_a:
+                    need = a_cover[i][k]
+                    while len(a_pos) <= need:
+                        a_pos.append(len(out))
+                        out.append(("mvin", a_loads[len(a_pos) - 1], GEN_LD, -1, R_A))
+                    gate = max(gate, a_pos[need])
+                if has_b:
+                    need = b_cover[k][j]
+                    while len(b_pos) <= need:
+                        b_pos.append(len(out))
+                        out.append(("mvin2", b_loads[len(b_pos) - 1], GEN_LD, -1, R_B))
+                    gate = max(gate, b_pos[need])
+                a_row = a_start + ((k * I + i) if a_t else (i * K + k)) * dim
+                b_row = b_start + ((j * K + k) if b_t else (k * J + j)) * dim
+                c = acc_addr(acc_base + (i * J + j) * dim, accumulate=bool(ex_acc) or k > 0)
+                ir = rows_of(i, I, pad_i)
+                out.append(("preload", (b_row if i == 0 else GARBAGE, c, jc, kr, jc, ir), GEN_EX, gate, 0))
+                last_ex[j][i] = len(out)
+                op = "compute_preloaded" if i == 0 else "compute_accumulated"
+                out.append((op, (a_row, GARBAGE, kr, ir, dim, dim), GEN_EX, gate, 0))
+    # C: j outer (blocks), i inner; a store waits until execute has passed its last tile.
+    if has_c:
+        mb = 1 if full_c else min(J, mbl)
+        esz = 4 if full_c else 1
+        for j in range(0, J, mb):
+            blocks = min(mb, J - j)
+            for i in range(I):
+                args = (
+                    (i * sc + j) * dim * esz,
+                    acc_addr(acc_base + (i * J + j) * dim, read_full=bool(full_c)),
+                    cols_of(j, blocks, J, pad_j),
+                    rows_of(i, I, pad_i),
+                )
+                out.append(("mvout", args, GEN_ST, last_ex[j + blocks - 1][i], R_C))
+    return out
+
+
+def _resadd(cfg: GemminiConfig, shape: tuple[int, ...], present: tuple[bool, ...], acc_base: int) -> list[Entry]:
+    """`loop_ws` with is_resadd: C = act(scale(A) + scale(B)) through the accumulator (no array)."""
+    I, J, _K, pad_i, pad_j, _pk, sa, sb, _sd, sc = shape  # noqa: N806
+    dim, mb = cfg.dim, min(J, cfg.max_block_len)
+    out: list[Entry] = []
+    for i in range(I):
+        rows = dim - (pad_i if i == I - 1 else 0)
+        for j in range(0, J, mb):
+            blocks = min(mb, J - j)
+            cols = blocks * dim - (pad_j if j + blocks >= J else 0)
+            row = acc_base + (i * J + j) * dim
+            out.append(("mvin", ((i * sa + j) * dim, acc_addr(row), cols, rows), GEN_LD, -1, R_A))
+            out.append(("mvin2", ((i * sb + j) * dim, acc_addr(row, accumulate=True), cols, rows), GEN_LD, -1, R_B))
+            if present[3]:
+                out.append(("mvout", ((i * sc + j) * dim, acc_addr(row), cols, rows), GEN_ST, len(out) - 1, R_C))
+    return out
+
+
+# ------------------------------------------------------------------------------------------
+# loop_conv_ws
+# ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConvTile:
+    """The derived geometry of one loop_conv_ws tile (Spike `loop_conv_ws` prologue)."""
+
+    orows: int
+    ocols: int
+    irows: int
+    icols: int
+    irows_unpadded: int
+    icols_unpadded: int
+
+    @classmethod
+    def of(cls, r: Mapping[str, int], downsample: bool) -> ConvTile:
+        kd = max(1, r.get("kernel_dilation", 1))
+        krows, kcols = r["krows"], r["kcols"]
+        orows, ocols, stride = r["orows"], r["ocols"], r["stride"]
+        irows = orows * stride + krows + (kd - 1) * (krows - 1) - 1
+        icols = ocols * stride + kcols + (kd - 1) * (kcols - 1) - 1
+        return cls(orows, ocols, irows, icols, irows - r["upad"] - r["dpad"], icols - r["lpad"] - r["rpad"])
+
+
+_UNSUPPORTED_CONV = (
+    "trans_output_1203",
+    "trans_weight_1203",
+    "trans_weight_0132",
+    "trans_input_3120",
+    "dw",
+    "wrot180",
+    "input_dilated",
+)
+
+
+_CONV_SHAPE = (
+    "batch_size",
+    "in_row_dim",
+    "in_channels",
+    "out_channels",
+    "out_row_dim",
+    "pool_out_row_dim",
+    "out_col_dim",
+    "stride",
+    "padding",
+    "kernel_dim",
+    "pool_out_col_dim",
+    "pool_size",
+    "pool_stride",
+    "pool_padding",
+    "batches",
+    "porows",
+    "pocols",
+    "pochs",
+    "krows",
+    "kcols",
+    "kchs",
+    "lpad",
+    "rpad",
+    "upad",
+    "dpad",
+    "plpad",
+    "in_col_dim",
+    "orows",
+    "prpad",
+    "pupad",
+    "pdpad",
+    "kernel_dilation",
+    "in_stride",
+    "weight_stride",
+    "out_stride",
+    "ocols",
+)
+
+
+def expand_loop_conv_ws(cfg: GemminiConfig, fsm: LoopFsm, run: Instr, st_scale_bits: int = ONE_F32_BITS) -> Expansion:
+    """The command stream of one `loop_conv_ws` tile (Spike's loop structure, RTL buffers).
+
+    `st_scale_bits` is the store scale in force (a pooled store re-issues config_st with it).
+    """
+    flags = dict(zip(OPERANDS["loop_conv_ws"], run.args, strict=True))
+    for name in _UNSUPPORTED_CONV:
+        if flags[name]:
+            raise UnsupportedLoop(
+                f"line {run.line}: loop_conv_ws with {name}=1 is not modelled by the Zomboss simulator"
+            )
+    if fsm.reg("kernel_dilation") > 1:
+        raise UnsupportedLoop(f"line {run.line}: loop_conv_ws with kernel_dilation > 1 is not modelled")
+    a_start, b_end = _slots(cfg, fsm, flags["a_spad_id"], flags["b_spad_id"])
+    acc_base = fsm.acc_half * cfg.half_acc_rows
+    fsm.loops += 1
+    bases = (fsm.reg("input"), fsm.reg("weights"), fsm.reg("bias"), fsm.reg("output"))
+    if bases[3]:
+        fsm.acc_half ^= 1
+    shape = tuple(fsm.reg(n) for n in _CONV_SHAPE)
+    present = tuple(x != 0 for x in bases)
+    key = ("conv", cfg, shape, present, tuple(run.args), a_start, b_end, acc_base, st_scale_bits)
+    regs = dict(zip(_CONV_SHAPE, shape, strict=True))
+    return Expansion(
+        _CONV_TEMPLATES.get(
+            key, lambda: _loop_conv(cfg, regs, present, flags, a_start, b_end, acc_base, st_scale_bits)
+        ),
+        bases,
+    )
+
+
+def _loop_conv(
+    cfg: GemminiConfig,
+    r: Mapping[str, int],
+    present: tuple[bool, ...],
+    flags: Mapping[str, int],
+    a_start: int,
+    b_end: int,
+    acc_base: int,
+    st_scale_bits: int,
+) -> list[Entry]:
+    has_in, has_w, has_bias, has_out = present
+    dim = cfg.dim
+    ds = int(flags["downsample"])
+    pixels_max = max(1, flags["max_pixels_per_row"])
+    t = ConvTile.of(r, bool(ds))
+    batches, pochs, krows, kcols, kchs = r["batches"], r["pochs"], r["krows"], r["kcols"], r["kchs"]
+    orows, ocols = t.orows, t.ocols
+    dirows, dicols = t.irows >> ds, t.icols >> ds
+    in_stride, weight_stride, out_stride = r["in_stride"], r["weight_stride"], r["out_stride"]
+    in_row_dim, in_col_dim = r["in_row_dim"], r["in_col_dim"]
+    out_row_dim, out_col_dim = r["out_row_dim"], r["out_col_dim"]
+    kernel_dim, stride, in_channels = r["kernel_dim"], r["stride"], r["in_channels"]
+    b_start = b_end - -(-pochs // dim) * krows * kcols * kchs
+    one = ONE_F32_BITS
+    out: list[Entry] = []
+    # 1. bias: a stride-0 mvin3 broadcasts the bias row over the pixels of the tile.
+    if has_bias:
+        max_och = min(pochs, cfg.max_block_len_acc * dim)
+        out.append(("config_ld", (2, 0, 0, batches * orows * ocols, 1, one), GEN_LD, -1, 0))
+        for b in range(batches):
+            for orow in range(orows):
+                for ocol in range(0, ocols, dim):
+                    rows = min(dim, ocols - ocol)
+                    for och in range(0, pochs, max_och):
+                        cols = min(max_och, pochs - och)
+                        row = (
+                            acc_base + (och // dim) * batches * orows * ocols + b * orows * ocols + orow * ocols + ocol
+                        )
+                        if flags["no_bias"]:
+                            out.append(("mvin3", (0, acc_addr(row), cols, rows), GEN_LD, -1, 0))
+                        else:
+                            out.append(("mvin3", (och * 4, acc_addr(row), cols, rows), GEN_LD, -1, R_BIAS))
+    # 2. input: one row of pixels (<= DIM) by up to MAX_BLOCK_LEN*DIM channels per mvin.
+    if has_in:
+        max_ch = min(kchs, cfg.max_block_len * dim)
+        spad_stride = batches * dirows * dicols
+        out.append(("config_ld", (0, in_stride << ds, 0, spad_stride, pixels_max, one), GEN_LD, -1, 0))
+        upad, dpad, lpad, rpad = r["upad"], r["dpad"], r["lpad"], r["rpad"]
+        for b in range(batches):
+            for irow in range(-upad, t.irows_unpadded + dpad, 1 + ds):
+                irow_p = irow + upad
+                icol = -lpad
+                while icol < t.icols_unpadded + rpad:
+                    n = min(t.icols_unpadded - icol, dim << ds)
+                    if icol < 0:
+                        n = min(-icol, dim)
+                    elif icol >= t.icols_unpadded:
+                        n = min(t.icols_unpadded + rpad - icol, dim)
+                    icol_p = icol + lpad
+                    zeros = irow < 0 or irow >= t.irows_unpadded or icol < 0 or icol >= t.icols_unpadded
+                    for ich in range(0, kchs, max_ch):
+                        cols = min(max_ch, kchs - ich)
+                        row = (
+                            a_start
+                            + (ich // dim) * spad_stride
+                            + b * dirows * dicols
+                            + (irow_p >> ds) * dicols
+                            + (icol_p >> ds)
+                        )
+                        if zeros:
+                            out.append(("mvin", (0, row, cols, n >> ds), GEN_LD, -1, 0))
+                        else:
+                            off = (b * in_row_dim * in_col_dim + irow * in_col_dim + icol) * in_stride + ich
+                            out.append(("mvin", (off, row, cols, n >> ds), GEN_LD, -1, R_IN))
+                    icol += n
+    # 3. weights: kch rows (<= DIM) by up to MAX_BLOCK_LEN*DIM output channels per mvin2.
+    if has_w:
+        max_och = min(pochs, cfg.max_block_len * dim)
+        out.append(("config_ld", (1, weight_stride, 0, krows * kcols * kchs, 1, one), GEN_LD, -1, 0))
+        for och in range(0, pochs, max_och):
+            for krow in range(krows):
+                for kcol in range(kcols):
+                    for kch in range(0, kchs, dim):
+                        rows = min(dim, kchs - kch)
+                        cols = min(max_och, pochs - och)
+                        row = b_start + (och // dim) * krows * kcols * kchs + krow * kcols * kchs + kcol * kchs + kch
+                        off = (krow * kernel_dim * in_channels + kcol * in_channels + kch) * weight_stride + och
+                        out.append(("mvin2", (off, row, cols, rows), GEN_LD, -1, R_W))
+    last_load = len(out) - 1
+    # 4. execute: och / krow / kcol (pixels at a time) / kch, then b / orow / ocol.
+    for och in range(0, pochs, dim):
+        jc = min(dim, pochs - och)
+        for krow in range(krows):
+            for kcol in range(0, kcols, pixels_max):
+                pixels = min(pixels_max, kcols - kcol)
+                for kch in range(0, kchs, dim):
+                    kk = pixels * min(dim, kchs - kch)
+                    new_weights = True
+                    for b in range(batches):
+                        for orow in range(orows):
+                            for ocol in range(0, ocols, dim):
+                                ir = min(dim, ocols - ocol)
+                                irow, icol = orow * stride + krow, ocol * stride + kcol
+                                c_row = (
+                                    acc_base
+                                    + (och // dim) * batches * orows * ocols
+                                    + b * orows * ocols
+                                    + orow * ocols
+                                    + ocol
+                                )
+                                a_row = (
+                                    a_start
+                                    + (kch // dim) * batches * dirows * dicols
+                                    + b * dirows * dicols
+                                    + (irow >> ds) * dicols
+                                    + (icol >> ds)
+                                )
+                                b_row = (
+                                    b_start
+                                    + (och // dim) * krows * kcols * kchs
+                                    + krow * kcols * kchs
+                                    + kcol * kchs
+                                    + kch
+                                )
+                                pre = (
+                                    b_row if new_weights else GARBAGE,
+                                    acc_addr(c_row, accumulate=True),
+                                    jc,
+                                    kk,
+                                    jc,
+                                    ir,
+                                )
+                                op = "compute_preloaded" if new_weights else "compute_accumulated"
+                                out.append(("preload", pre, GEN_EX, last_load, 0))
+                                out.append((op, (a_row, GARBAGE, kk, ir, jc, ir), GEN_EX, last_load, 0))
+                                new_weights = False
+    last_ex = len(out) - 1
+    # 5. store (after the whole execute stream has been issued: LoopConvSt waits for it).
+    if has_out:
+        if flags["no_pool"]:
+            for b in range(batches):
+                for orow in range(orows):
+                    for ocol in range(0, ocols, dim):
+                        rows = min(dim, ocols - ocol)
+                        for och in range(0, pochs, dim):
+                            cols = min(dim, pochs - och)
+                            c_row = (
+                                acc_base
+                                + (och // dim) * batches * orows * ocols
+                                + b * orows * ocols
+                                + orow * ocols
+                                + ocol
+                            )
+                            off = (b * out_row_dim * out_col_dim + orow * out_col_dim + ocol) * out_stride + och
+                            out.append(("mvout", (off, IS_ACC | c_row, cols, rows), GEN_ST, last_ex, R_OUT))
+        else:
+            pool_out_rows, pool_out_cols = r["pool_out_row_dim"], r["pool_out_col_dim"]
+            act = flags["act"]
+            pool_cfg = (
+                out_stride,
+                act,
+                st_scale_bits,
+                r["pool_stride"],
+                r["pool_size"],
+                pool_out_cols,
+                r["porows"],
+                r["pocols"],
+                orows,
+                ocols,
+                r["pupad"],
+                r["plpad"],
+            )
+            out.append(("config_st", pool_cfg, GEN_ST, last_ex, 0))
+            for b in range(batches):
+                for poch in range(0, pochs, dim):
+                    ch = min(dim, pochs - poch)
+                    c_row = acc_base + (poch // dim) * batches * orows * ocols + b * orows * ocols
+                    off = b * pool_out_rows * pool_out_cols * out_stride + poch
+                    out.append(("mvout", (off, IS_ACC | c_row, ch, 0), GEN_ST, last_ex, R_OUT))
+            out.append(("config_st", (out_stride, act, st_scale_bits, 0, 0, 0, 0, 0, 0, 0, 0, 0), GEN_ST, last_ex, 0))
+    return out

@@ -1,0 +1,231 @@
+"""Run a Gemmini program: rule checks, functional effect and timing, instruction by instruction.
+
+`simulate` walks the program; `loop_ws` / `loop_conv_ws` are expanded into the commands their
+FSMs issue (`loops`), and every executed instruction, generated ones included, goes through
+the ISA doc's checker first (the program is refused on the first violation), then the
+functional model (`functional.Machine`, optional) and the timing model (`timing.Timing`,
+optional). Timing-only mode moves no data and is what the search uses; functional + timing
+is what verification uses.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from zomboss.targets.gemmini.config import GemminiConfig
+from zomboss.targets.gemmini.dram import Dram
+from zomboss.targets.gemmini.functional import Machine
+from zomboss.targets.gemmini.isa import LOOP_CONV_CONFIGS, LOOP_WS_CONFIGS, OPERANDS, check_shape
+from zomboss.targets.gemmini.loops import Expansion, LoopFsm, UnsupportedLoop, expand_loop_conv_ws, expand_loop_ws
+from zomboss.targets.gemmini.numerics import ONE_F32_BITS
+from zomboss.targets.gemmini.presets import DEFAULT_PRESET, Preset, get_preset
+from zomboss.targets.gemmini.timing import Timing
+
+from zomboss.errors import IllegalProgram
+from zomboss.program import Instr, Program
+
+__all__ = ["DOC", "Dram", "GemminiConfig", "SimResult", "dynamic_stream", "kb_checker", "simulate"]
+
+DOC = Path(__file__).with_name("gemmini.md")
+WS_FSM, CONV_FSM = 0, 1
+
+
+@dataclass(frozen=True)
+class SimResult:
+    cycles: int
+    dram: Dram | None
+    counts: dict[str, int]
+    dram_read_bytes: int
+    dram_write_bytes: int
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+def _overrides(cfg: GemminiConfig) -> tuple[tuple[str, int], ...]:
+    """The doc parameters that make the KB describe `cfg` (only those that differ)."""
+    d = GemminiConfig()
+    out = {}
+    if cfg.dim != d.dim:
+        out["dim"] = cfg.dim
+    if cfg.sp_rows != d.sp_rows:
+        out["sp_capacity_kib"] = cfg.sp_rows * cfg.dim // 1024
+    if cfg.acc_rows != d.acc_rows:
+        out["acc_capacity_kib"] = cfg.acc_rows * cfg.dim * 4 // 1024
+    for name in ("sp_banks", "acc_banks", "max_bytes"):
+        if getattr(cfg, name) != getattr(d, name):
+            out[name] = getattr(cfg, name)
+    return tuple(sorted(out.items()))
+
+
+@lru_cache(maxsize=8)
+def _kb(overrides: tuple[tuple[str, int], ...]):  # -> zomboss.knowledge.KB
+    from zomboss.knowledge import load_kb
+
+    return load_kb(DOC, dict(overrides))
+
+
+def kb_checker(cfg: GemminiConfig):  # -> zomboss.legality.Checker
+    """A fresh checker of the doc's rules for this configuration."""
+    return _kb(_overrides(cfg)).checker()
+
+
+class _Run:
+    """One simulation: the engines and the per-instruction pipeline."""
+
+    def __init__(self, cfg: GemminiConfig, dram: Dram | None, functional: bool, timing: Preset | None, check: bool):
+        self.cfg = cfg
+        self.checker = kb_checker(cfg) if check else None
+        self.machine = Machine(cfg, dram if dram is not None else Dram()) if functional else None
+        self.tm = Timing(cfg, timing) if timing is not None else None
+        self.fsm = {WS_FSM: LoopFsm(), CONV_FSM: LoopFsm()}
+        self.counts: Counter[str] = Counter()
+        self.st_scale_bits = ONE_F32_BITS
+
+    def check(self, ins: Instr) -> None:
+        if self.checker is not None:
+            found = self.checker.step(ins)
+            if found:
+                raise IllegalProgram(found)
+
+    def one(self, ins: Instr) -> float:
+        """Check, execute and time a CPU-issued instruction; returns its issue time."""
+        self.check(ins)
+        self.counts[ins.op] += 1
+        if ins.op == "config_st" and ins.args[2] != 0xFFFFFFFF:
+            self.st_scale_bits = ins.args[2]
+        if self.machine is not None:
+            self.machine.execute(ins.op, ins.args)
+        return self.tm.step(ins.op, ins.args) if self.tm is not None else 0.0
+
+    def loop(self, fsm: int, t_run: float, exp: Expansion, line: int) -> None:
+        """Run the commands of one hardware loop."""
+        tm, machine, checker, counts = self.tm, self.machine, self.checker, self.counts
+        for e in exp.entries:
+            counts[e[0]] += 1
+        if machine is None and checker is None:
+            if tm is not None:
+                tm.run_loop(fsm, t_run, exp.entries, exp.bases)
+            return
+        if tm is not None:
+            tm.loop_start(fsm, t_run)
+        issued: list[float] = []
+        for op, args, gen, gate in exp.args():
+            if checker is not None:
+                found = checker.step(Instr(op, args, line))
+                if found:
+                    raise IllegalProgram(found)
+            if machine is not None:
+                machine.execute(op, args)
+            if tm is not None:
+                issued.append(tm.step(op, args, gen, issued[gate] if gate >= 0 else -1.0))
+        if tm is not None:
+            tm.loop_end(fsm)
+
+    def run(self, program: Program) -> None:
+        cfg = self.cfg
+        for ins in program.instrs:
+            check_shape(ins)
+            op = ins.op
+            if op in LOOP_WS_CONFIGS:
+                self.one(ins)
+                self.fsm[WS_FSM].configure(ins)
+            elif op in LOOP_CONV_CONFIGS:
+                self.one(ins)
+                self.fsm[CONV_FSM].configure(ins)
+            elif op == "loop_ws":
+                t = self.one(ins)
+                self.loop(WS_FSM, t, expand_loop_ws(cfg, self.fsm[WS_FSM], ins), ins.line)
+            elif op == "loop_conv_ws":
+                t = self.one(ins)
+                self.loop(CONV_FSM, t, expand_loop_conv_ws(cfg, self.fsm[CONV_FSM], ins, self.st_scale_bits), ins.line)
+            else:
+                self.one(ins)
+
+
+def simulate(
+    program: Program,
+    cfg: GemminiConfig,
+    dram: Dram | None = None,
+    *,
+    functional: bool = True,
+    timing: bool = True,
+    preset: str | Preset = DEFAULT_PRESET,
+    check: bool = True,
+) -> SimResult:
+    """Simulate `program`; raises IllegalProgram on the first instruction that breaks a doc rule.
+
+    `dram` is modified in place (and returned in the result) when `functional` is set; without
+    one, an empty DRAM is used. Timing-only runs (`functional=False`) move no data.
+    """
+    run = _Run(cfg, dram, functional, get_preset(preset) if timing else None, check)
+    run.run(program)
+    stats: dict[str, Any] = {}
+    rd = wr = 0
+    if run.tm is not None:
+        stats = dict(run.tm.stats)
+        stats["preset"] = run.tm.p.name
+        rd, wr = int(stats["rd_bytes"]), int(stats["wr_bytes"])
+    stats["instructions"] = sum(run.counts.values())
+    stats["checked"] = run.checker is not None
+    return SimResult(
+        cycles=run.tm.cycles() if run.tm is not None else 0,
+        dram=run.machine.dram if run.machine is not None else None,
+        counts=dict(run.counts),
+        dram_read_bytes=rd,
+        dram_write_bytes=wr,
+        stats=stats,
+    )
+
+
+def dynamic_stream(program: Program, cfg: GemminiConfig) -> Iterator[tuple[Instr, Mapping[int, int]]]:
+    """The executed instruction stream (hardware loops expanded), without executing anything.
+
+    Used by `kb check` on program files: the checker sees exactly what `simulate` checks. A loop
+    is expanded only when its bounds respect the doc's capacity rules; an oversized loop is left
+    as the single loop instruction, which the checker then refuses.
+    """
+    fsm = {WS_FSM: LoopFsm(), CONV_FSM: LoopFsm()}
+    st_scale = ONE_F32_BITS
+    for ins in program.instrs:
+        yield ins, {}
+        op = ins.op
+        if op not in OPERANDS or len(ins.args) != len(OPERANDS[op]):
+            continue  # the checker reports it
+        if op in LOOP_WS_CONFIGS:
+            fsm[WS_FSM].configure(ins)
+        elif op in LOOP_CONV_CONFIGS:
+            fsm[CONV_FSM].configure(ins)
+        elif op == "config_st":
+            st_scale = ins.args[2]
+        elif op == "loop_ws" and _ws_fits(cfg, fsm[WS_FSM]):
+            for instr, _gen, _gate in expand_loop_ws(cfg, fsm[WS_FSM], ins).commands(ins.line):
+                yield instr, {}
+        elif op == "loop_conv_ws" and _conv_fits(cfg, fsm[CONV_FSM]):
+            try:
+                exp = expand_loop_conv_ws(cfg, fsm[CONV_FSM], ins, st_scale)
+            except UnsupportedLoop:
+                continue  # the simulator refuses it; the checker sees the loop instruction itself
+            for instr, _gen, _gate in exp.commands(ins.line):
+                yield instr, {}
+
+
+def _ws_fits(cfg: GemminiConfig, f: LoopFsm) -> bool:
+    i, j, k = f.reg("i"), f.reg("j"), f.reg("k")
+    return min(i, j, k) >= 1 and (i * k + k * j) * cfg.dim <= cfg.half_sp_rows and i * j * cfg.dim <= cfg.half_acc_rows
+
+
+def _conv_fits(cfg: GemminiConfig, f: LoopFsm) -> bool:
+    r = f.reg
+    if min(r("batches"), r("orows"), r("ocols"), r("pochs"), r("krows"), r("kcols"), r("kchs"), r("stride")) < 1:
+        return False
+    dim = cfg.dim
+    irows = r("orows") * r("stride") + r("krows") - 1
+    icols = r("ocols") * r("stride") + r("kcols") - 1
+    a_rows = -(-r("kchs") // dim) * r("batches") * irows * icols
+    b_rows = -(-r("pochs") // dim) * r("krows") * r("kcols") * r("kchs")
+    c_rows = -(-r("pochs") // dim) * r("batches") * r("orows") * r("ocols")
+    return a_rows + b_rows <= cfg.half_sp_rows and c_rows <= cfg.half_acc_rows

@@ -1,0 +1,623 @@
+"""Cycle-approximate timing of a Gemmini instruction stream (reference §5.1-§5.2).
+
+Three decoupled engines (LOAD, EXECUTE, STORE) behind a reservation station (RS) with
+per-queue capacities, address-range dependencies between queues, a DMA that splits rows into
+aligned power-of-two TileLink requests with in-flight limits and 16-byte beats, a shared
+TLB, the execute unit's preload/compute overlap rule, config_ex draining the array,
+serialised mvouts and fences.
+
+The engine is a scoreboard evaluated in program order, which is exact for this model
+because nothing younger ever delays something older: each instruction's allocation, start
+and completion follow from already-timed instructions. Instructions issued by the CPU
+allocate RS entries in order; those issued by a loop FSM allocate per generator (load,
+execute, store), each waiting for the commands it depends on to have been issued.
+
+Per-row dependency tables hold, for every scratchpad/accumulator row, the completion time of
+the latest load writing it, execute reading or writing it and store reading it; a slice max
+over an instruction's row range is the RS's range-overlap check. The hot path is plain
+integer/float arithmetic on Python lists: no numpy, no per-element loops.
+"""
+
+from __future__ import annotations
+
+import heapq
+from functools import lru_cache
+
+from zomboss.targets.gemmini.config import GemminiConfig
+from zomboss.targets.gemmini.isa import EX, GARBAGE, IS_ACC, LD, QUEUE, READ_FULL, ROW_MASK, ST
+from zomboss.targets.gemmini.loops import CPU, GEN_EX
+from zomboss.targets.gemmini.presets import Preset
+
+
+@lru_cache(maxsize=4096)
+def split_packets(offset: int, nbytes: int, max_packet: int) -> tuple[tuple[int, int], ...]:
+    """(offset, size) of the aligned power-of-two requests covering [offset, offset+nbytes).
+
+    The DMA takes the largest request aligned to its size that fits the remaining bytes
+    (`DMA.scala` StreamReader/StreamWriter). `offset` is the start address modulo max_packet.
+    """
+    out = []
+    a, end = offset, offset + nbytes
+    while a < end:
+        size = max_packet
+        while size > 1 and (a % size or a + size > end):
+            size //= 2
+        out.append((a - offset, size))
+        a += size
+    return tuple(out)
+
+
+_COMPUTES = frozenset(("compute_preloaded", "compute_accumulated"))
+
+
+class Timing:
+    """Scoreboard state; `step` times one instruction and returns its RS allocation time."""
+
+    def __init__(self, cfg: GemminiConfig, preset: Preset) -> None:
+        self.cfg, self.p = cfg, preset
+        self.dim = cfg.dim
+        self.bank_rows = cfg.sp_bank_rows
+        self.cap = (cfg.rs_ld, cfg.rs_ex, cfg.rs_st)
+        self.rs: tuple[list[float], list[float], list[float]] = ([], [], [])
+        # CPU front end (every kernel pays the fixed invocation overhead before its first command)
+        self.t_cpu = float(preset.kernel_overhead)
+        self.last_alloc = -1.0
+        self.fsm_busy = -1.0  # last allocation by any loop FSM (CPU commands queue behind it)
+        # loop FSMs: last allocation per generator, slot-free times, the running loop's floor
+        self.gen_prev = [0.0, -1.0, -1.0, -1.0]
+        self.loop_floor = 0.0
+        self.loop_max_alloc = 0.0
+        self.slot_free: dict[tuple[int, int], float] = {}
+        self.configuring = [False, False]
+        self.loop_count = [0, 0]
+        # shadow configuration needed for timing
+        self.ld_stride = [0, 0, 0]
+        self.ld_shrunk = [0, 0, 0]
+        self.ld_bstride = [cfg.dim] * 3
+        self.st_stride = 0
+        self.st_pool = (0, 0, 0, 0, 0, 0)  # pool_stride, orows, ocols, porows, pocols, pool_out_dim
+        self.ws, self.a_t, self.b_t, self.a_stride, self.c_stride = False, 0, 0, 1, 1
+        # load engine / DMA reader
+        self.ld_free = 0.0
+        self.ld_last_done = 0.0
+        self.rd_chan = 0.0
+        self.rd_ring = [0.0] * preset.max_rd_inflight  # return times, circular
+        self.rd_k = 0
+        # execute engine
+        self.ex_free = 0.0
+        self.ex_drained = 0.0
+        self.pend: tuple | None = None  # the preload waiting for its compute
+        self.prev_start = -1.0  # start of the previous compute (overlap window), -1: none
+        self.prev_a_bank = -1
+        self.prev_feed = 0
+        # store engine / DMA writer
+        self.st_done = 0.0
+        self.wr_chan = 0.0
+        self.wr_ring = [0.0] * preset.max_wr_inflight  # acknowledgement times, circular
+        self.wr_k = 0
+        self.wr_last_ack = 0.0
+        # TLB (shared by reader and writer)
+        self.tlb: list[int] = []
+        self.tlb_last = -1
+        # per-row dependency tables [spad, acc]: completion of the latest write (load or
+        # execute) and of the latest read (execute or store) of every row. The accumulator
+        # shares one table for both: the array never reads it (WS bias and OS D come from the
+        # scratchpad), and stores are serialised, so a store also waiting on an older store's
+        # read of the same rows waits for nothing it would not wait for anyway.
+        sp, acc = cfg.sp_rows, [0.0] * cfg.acc_rows
+        self.w = ([0.0] * sp, acc)
+        self.r = ([0.0] * sp, acc)
+        # statistics
+        self.rd_packets = self.wr_packets = self.rd_bytes = self.wr_bytes = self.tlb_misses = 0
+        self.pairs = self.overlapped = 0
+        self.ex_busy = 0.0
+        self.cfg_ex_stall = 0.0
+        self._handlers = {
+            "mvin": lambda a, t: self._mvin(0, a, t),
+            "mvin2": lambda a, t: self._mvin(1, a, t),
+            "mvin3": lambda a, t: self._mvin(2, a, t),
+            "preload": self._preload,
+            "compute_preloaded": self._compute,
+            "compute_accumulated": self._compute,
+            "mvout": self._mvout,
+            "config_ld": self._config_ld,
+            "config_st": self._config_st,
+            "config_ex": self._config_ex,
+            "fence": self._fence,
+            "flush": self._nop,
+        }
+
+    @property
+    def stats(self) -> dict[str, float]:
+        return {
+            "rd_packets": self.rd_packets,
+            "wr_packets": self.wr_packets,
+            "rd_bytes": self.rd_bytes,
+            "wr_bytes": self.wr_bytes,
+            "tlb_misses": self.tlb_misses,
+            "pairs": self.pairs,
+            "overlapped_pairs": self.overlapped,
+            "ex_busy": self.ex_busy,
+            "config_ex_stall": self.cfg_ex_stall,
+        }
+
+    # ------------------------------------------------------------------------------------------
+    # allocation
+    # ------------------------------------------------------------------------------------------
+    def _alloc(self, q: int, t: float, reserve: int) -> float:
+        """Earliest time >= t with a free RS entry of queue q (`reserve` entries held back)."""
+        heap = self.rs[q]
+        cap = self.cap[q] - reserve
+        while heap and heap[0] <= t:
+            heapq.heappop(heap)
+        while len(heap) >= cap:
+            t2 = heapq.heappop(heap)
+            if t2 > t:
+                t = t2
+            while heap and heap[0] <= t:
+                heapq.heappop(heap)
+        return t
+
+    def step(self, op: str, args: tuple[int, ...], gen: int = CPU, gate: float = -1.0) -> float:
+        """Time one instruction; returns its RS allocation (issue) time."""
+        q = QUEUE[op]
+        if gen == CPU:
+            if q is None and op != "fence" and op != "flush":
+                return self._loop_config(op)
+            t = self.t_cpu
+            if t <= self.last_alloc:
+                t = self.last_alloc + 1
+            if t <= self.fsm_busy:
+                t = self.fsm_busy + 1
+            if q is not None:
+                t = self._alloc(q, t, 1 if op in _COMPUTES else 0)
+            self.last_alloc = t
+            self.t_cpu = t + self.p.cpu_issue
+        else:
+            t = self.gen_prev[gen] + 1
+            if t < self.loop_floor:
+                t = self.loop_floor
+            if gate > t:
+                t = gate
+            heap = self.rs[q]
+            while heap and heap[0] <= t:
+                heapq.heappop(heap)
+            if len(heap) >= self.cap[q] - (gen == GEN_EX and op in _COMPUTES):
+                t = self._alloc(q, t, 1 if op in _COMPUTES else 0)
+            self.gen_prev[gen] = t
+            if t > self.loop_max_alloc:
+                self.loop_max_alloc = t
+        self._handlers[op](args, t)
+        return t
+
+    # ------------------------------------------------------------------------------------------
+    # loop FSMs
+    # ------------------------------------------------------------------------------------------
+    def _loop_config(self, op: str) -> float:
+        """A loop configuration or start instruction: CPU cost, and a free FSM slot."""
+        fsm = 1 if op.startswith("loop_conv") else 0
+        t = self.t_cpu
+        if not self.configuring[fsm]:
+            self.configuring[fsm] = True
+            t = max(t, self.slot_free.get((fsm, self.loop_count[fsm] % 2), 0.0))
+        self.t_cpu = t + self.p.cpu_issue
+        return t
+
+    def loop_start(self, fsm: int, t_run: float) -> None:
+        """The loop instruction was accepted at t_run: its generators may start next cycle."""
+        self.configuring[fsm] = False
+        self.loop_floor = t_run + 1
+        self.loop_max_alloc = t_run + 1
+
+    def loop_end(self, fsm: int) -> None:
+        """All commands of the loop are issued: its slot frees when the last one was."""
+        self.slot_free[(fsm, self.loop_count[fsm] % 2)] = self.loop_max_alloc + 1
+        self.loop_count[fsm] += 1
+        if self.loop_max_alloc > self.fsm_busy:
+            self.fsm_busy = self.loop_max_alloc
+
+    def run_loop(self, fsm: int, t_run: float, entries, bases: tuple[int, ...]) -> None:  # noqa: ANN001
+        """Time all commands of one hardware loop: the timing-only fast path, `step` and
+        `_alloc` inlined and each preload timed together with its compute.
+        `entries`/`bases` are a `loops.Expansion`'s template and DRAM bases."""
+        self.loop_start(fsm, t_run)
+        issued: list[float] = []
+        push = issued.append
+        gen_prev, rs, cap, handlers = self.gen_prev, self.rs, self.cap, self._handlers
+        floor = self.loop_floor
+        top = self.loop_max_alloc
+        heappop = heapq.heappop
+        base = (0, *bases)
+        ex_heap, ex_cap = rs[EX], cap[EX]
+        n = len(entries)
+        i = 0
+        while i < n:
+            op, args, gen, gate, reloc = entries[i]
+            t = gen_prev[gen] + 1
+            if t < floor:
+                t = floor
+            if gate >= 0 and issued[gate] > t:
+                t = issued[gate]
+            if op == "preload":  # the compute after it (the expansion always pairs them)
+                c_args = entries[i + 1][1]
+                heap = ex_heap
+                while heap and heap[0] <= t:
+                    heappop(heap)
+                while len(heap) >= ex_cap:
+                    t2 = heappop(heap)
+                    if t2 > t:
+                        t = t2
+                    while heap and heap[0] <= t:
+                        heappop(heap)
+                t_c = t + 1
+                while heap and heap[0] <= t_c:
+                    heappop(heap)
+                while len(heap) >= ex_cap - 1:  # the preload holds one entry already
+                    t2 = heappop(heap)
+                    if t2 > t_c:
+                        t_c = t2
+                    while heap and heap[0] <= t_c:
+                        heappop(heap)
+                gen_prev[gen] = t_c
+                if t_c > top:
+                    top = t_c
+                self._pair(args, c_args, t, t_c)
+                push(t)
+                push(t_c)
+                i += 2
+                continue
+            if reloc:
+                args = (args[0] + base[reloc], *args[1:])
+            q = QUEUE[op]
+            heap = rs[q]
+            c = cap[q] - 1 if op in _COMPUTES else cap[q]
+            while heap and heap[0] <= t:
+                heappop(heap)
+            while len(heap) >= c:
+                t2 = heappop(heap)
+                if t2 > t:
+                    t = t2
+                while heap and heap[0] <= t:
+                    heappop(heap)
+            gen_prev[gen] = t
+            if t > top:
+                top = t
+            handlers[op](args, t)
+            push(t)
+            i += 1
+        self.loop_max_alloc = top
+        self.loop_end(fsm)
+
+    # ------------------------------------------------------------------------------------------
+    # DMA helpers
+    # ------------------------------------------------------------------------------------------
+    def _tlb_miss(self, page: int) -> float:
+        """Stall for a TLB lookup of `page` (LRU over tlb_entries) that is not the last page used."""
+        self.tlb_last = page
+        tlb = self.tlb
+        if page in tlb:
+            tlb.remove(page)
+            tlb.append(page)
+            return 0.0
+        tlb.append(page)
+        if len(tlb) > self.p.tlb_entries:
+            del tlb[0]
+        self.tlb_misses += 1
+        return self.p.tlb_miss
+
+    def _read_rows(self, t: float, addr: int, nrows: int, nbytes: int, stride: int) -> tuple[float, float]:
+        """Issue the read requests of nrows DRAM rows from time t; returns (issue end, last data).
+
+        `rd_ring` is a circular buffer of the data-return times of the last max_rd_inflight
+        requests: a request may issue once the one max_rd_inflight before it has returned.
+        """
+        p = self.p
+        mp, beat, lat = p.max_packet, p.beat_bytes, p.rd_latency
+        cyc_per_beat = beat / p.rd_bytes_per_cycle
+        page_shift = p.page_bytes.bit_length() - 1
+        ring, maxq, k = self.rd_ring, p.max_rd_inflight, self.rd_k
+        chan = self.rd_chan
+        last_page = self.tlb_last
+        if stride % mp == 0:
+            pk = split_packets(addr % mp, nbytes, mp)
+            if len(pk) == 1:  # the common case: one request per row
+                occ = -(-nbytes // beat) * cyc_per_beat
+                for r in range(nrows):
+                    free = ring[k]
+                    if free > t:
+                        t = free
+                    page = (addr + r * stride) >> page_shift
+                    if page != last_page:
+                        t += self._tlb_miss(page)
+                        last_page = page
+                    arrive = t + lat
+                    chan = (arrive if arrive > chan else chan) + occ
+                    ring[k] = chan
+                    k = k + 1 if k + 1 < maxq else 0
+                    t += 1
+                self.rd_chan, self.rd_k = chan, k
+                self.rd_packets += nrows
+                self.rd_bytes += nrows * nbytes
+                return t, chan
+        npk = 0
+        for r in range(nrows):
+            a = addr + r * stride
+            pk = split_packets(a % mp, nbytes, mp)
+            for off, size in pk:
+                free = ring[k]
+                if free > t:
+                    t = free
+                page = (a + off) >> page_shift
+                if page != last_page:
+                    t += self._tlb_miss(page)
+                    last_page = page
+                arrive = t + lat
+                chan = (arrive if arrive > chan else chan) + -(-size // beat) * cyc_per_beat
+                ring[k] = chan
+                k = k + 1 if k + 1 < maxq else 0
+                t += 1
+            npk += len(pk)
+        self.rd_chan, self.rd_k = chan, k
+        self.rd_packets += npk
+        self.rd_bytes += nrows * nbytes
+        return t, chan
+
+    # ------------------------------------------------------------------------------------------
+    # load queue
+    # ------------------------------------------------------------------------------------------
+    def _config_ld(self, args: tuple[int, ...], t: float) -> None:
+        sid, stride, shrunk, bstride, _pix, _scale = args
+        self.ld_stride[sid], self.ld_shrunk[sid], self.ld_bstride[sid] = stride, shrunk, bstride
+        start = t if t > self.ld_free else self.ld_free
+        self.ld_free = start + 1
+        heapq.heappush(self.rs[LD], start + 1)
+
+    def _mvin(self, sid: int, args: tuple[int, ...], t: float) -> None:
+        dram, local, cols, rows = args
+        m = 1 if local & IS_ACC else 0
+        row = local & ROW_MASK
+        blocks = -(-cols // self.dim)
+        hi = row + (blocks - 1) * self.ld_bstride[sid] + rows
+        ready = t if t > self.ld_free else self.ld_free
+        v = max(self.w[m][row:hi])  # WAW on the destination (and WAR in the accumulator)
+        if not m:
+            r = max(self.r[0][row:hi])  # WAR on scratchpad rows the array or a store still reads
+            if r > v:
+                v = r
+        if v > ready:
+            ready = v
+        if dram == 0:  # ZeroWriter: one row (block) per cycle, no memory traffic
+            busy = ready + rows * blocks
+            self.ld_free = busy
+            done = busy + 1
+        else:
+            esz = 4 if (m and not self.ld_shrunk[sid]) else 1
+            stride = self.ld_stride[sid]
+            issue_end, last = self._read_rows(ready, dram, 1 if stride == 0 else rows, cols * esz, stride)
+            sram_end = ready + rows * blocks  # one SRAM row write per cycle
+            self.ld_free = issue_end if issue_end > ready + rows else ready + rows
+            done = (last if last > sram_end else sram_end) + self.p.spad_write_latency
+        if done < self.ld_last_done:  # the load controller reports completions in order
+            done = self.ld_last_done
+        self.ld_last_done = done
+        self.w[m][row:hi] = [done] * (hi - row)
+        heapq.heappush(self.rs[LD], done)
+
+    # ------------------------------------------------------------------------------------------
+    # execute queue
+    # ------------------------------------------------------------------------------------------
+    def _config_ex(self, args: tuple[int, ...], t: float) -> None:
+        dataflow, _act, a_t, b_t, a_stride, c_stride, _shift, _scale, only_strides = args
+        busy = t if t > self.ex_free else self.ex_free
+        start = busy if busy > self.ex_drained else self.ex_drained
+        self.cfg_ex_stall += start - busy
+        if not only_strides:
+            self.ws, self.a_t, self.b_t = dataflow == 1, a_t, b_t
+        self.a_stride, self.c_stride = a_stride, c_stride
+        done = start + self.p.config_ex_cycles
+        self.ex_free = done
+        if done > self.ex_drained:
+            self.ex_drained = done
+        self.prev_start = -1.0  # the array restarts: no overlap across a config_ex
+        heapq.heappush(self.rs[EX], done)
+
+    def _preload(self, args: tuple[int, ...], t: float) -> None:
+        """A preload is timed with its compute (the pair enters the array together)."""
+        self.pend = (args, t)
+
+    def _compute(self, args: tuple[int, ...], t: float) -> None:
+        pend = self.pend
+        self.pend = None
+        if pend is None:  # (the rules refuse this; time it as if preceded by a GARBAGE preload)
+            pend = ((GARBAGE, GARBAGE, 1, 1, 1, 1), t)
+        self._pair(pend[0], args, pend[1], t)
+
+    def _pair(self, pre: tuple[int, ...], comp: tuple[int, ...], t_pre: float, t_comp: float) -> None:
+        """Time a preload (issued at t_pre) and its compute (issued at t_comp)."""
+        bd, c, bd_cols, bd_rows, _c_cols, c_rows = pre
+        a, d, a_cols, a_rows, _d_cols, d_rows = comp
+        dim = self.dim
+        w = self.w
+        w_sp = w[0]
+        # preload: RAW on B, WAW (loads, e.g. the bias) and WAR (stores) on C
+        p_ready = t_pre
+        b_bank = -1
+        if bd != GARBAGE:
+            b_lo = bd & ROW_MASK
+            b_hi = b_lo + (bd_cols if (self.ws and self.b_t) else bd_rows)
+            b_bank = b_lo // self.bank_rows
+            v = max(w_sp[b_lo:b_hi])
+            if v > p_ready:
+                p_ready = v
+        if c != GARBAGE:
+            cm = 1 if c & IS_ACC else 0
+            c_lo = c & ROW_MASK
+            c_hi = c_lo + (c_rows - 1) * self.c_stride + 1
+            v = max(w[cm][c_lo:c_hi])  # (in the accumulator this table holds the reads too)
+            if v > p_ready:
+                p_ready = v
+            if not cm:
+                v = max(self.r[0][c_lo:c_hi])
+                if v > p_ready:
+                    p_ready = v
+        # compute: RAW on A (and D)
+        ready = t_comp
+        a_lo = a & ROW_MASK
+        a_hi = a_lo + ((a_cols if self.a_t else a_rows) - 1) * self.a_stride + 1
+        v = max(w_sp[a_lo:a_hi])
+        if v > ready:
+            ready = v
+        if d != GARBAGE:
+            d_lo = d & ROW_MASK
+            v = max(w_sp[d_lo : d_lo + d_rows])
+            if v > ready:
+                ready = v
+        plain_ws = self.ws and not self.a_t and not self.b_t
+        gap = self.p.ex_gap
+        prev = self.prev_start
+        ex_free = self.ex_free
+        if prev >= 0 and p_ready <= prev and ready <= prev:
+            # overlapped: this preload was fed into the array alongside the previous compute
+            self.overlapped += 1
+            window = self.prev_feed
+            if (b_bank >= 0 or not plain_ws) and window < dim + gap:  # real weights need all DIM rows
+                window = dim + gap
+            if b_bank >= 0 and b_bank == self.prev_a_bank:  # A and B rows from one bank: 2 cycles/row
+                window *= 2
+            if prev + window > ex_free:
+                self.ex_busy += prev + window - ex_free
+                ex_free = prev + window
+            start = ex_free
+            if ready > start:
+                start = ready
+            if p_ready > start:
+                start = p_ready
+            b_read = prev + dim
+        else:
+            p_start = ex_free if ex_free > p_ready else p_ready  # a standalone preload feeds DIM rows first
+            self.ex_busy += dim
+            b_read = p_start + dim
+            start = b_read + gap if b_read + gap > ready else ready
+        feed = ((a_rows if a_rows > 4 else 4) if plain_ws else dim) + gap
+        end = start + feed
+        self.ex_busy += feed
+        self.pairs += 1
+        self.ex_free = end
+        self.prev_start = start
+        self.prev_a_bank = a_lo // self.bank_rows
+        self.prev_feed = feed
+        # reads done: A (and D) at the end of the feed, B after its preload was fed
+        r_sp = self.r[0]
+        r_sp[a_lo:a_hi] = [end] * (a_hi - a_lo)
+        if b_bank >= 0:
+            r_sp[b_lo:b_hi] = [b_read] * (b_hi - b_lo)
+        heap = self.rs[EX]
+        p_done = end
+        if c != GARBAGE:
+            p_done = end + self.p.array_latency
+            w[cm][c_lo:c_hi] = [p_done] * (c_hi - c_lo)
+        if p_done > self.ex_drained:
+            self.ex_drained = p_done
+        heapq.heappush(heap, p_done)
+        heapq.heappush(heap, end)
+
+    # ------------------------------------------------------------------------------------------
+    # store queue
+    # ------------------------------------------------------------------------------------------
+    def _config_st(self, args: tuple[int, ...], t: float) -> None:
+        stride, _act, _scale, pool_stride, _size, pool_out_dim, porows, pocols, orows, ocols, _u, _l = args
+        self.st_stride = stride
+        self.st_pool = (pool_stride, orows, ocols, porows, pocols, pool_out_dim)
+        start = t if t > self.st_done else self.st_done
+        self.st_done = start + 1
+        heapq.heappush(self.rs[ST], start + 1)
+
+    def _mvout(self, args: tuple[int, ...], t: float) -> None:
+        dram, local, cols, rows = args
+        p, dim = self.p, self.dim
+        m = 1 if local & IS_ACC else 0
+        row = local & ROW_MASK
+        blocks = -(-cols // dim)
+        stride = self.st_stride
+        pool_stride, orows, ocols, porows, pocols, pool_out_dim = self.st_pool
+        if pool_stride:  # reads the whole (orows x ocols) tile, writes porows x pocols pixels
+            hi = row + orows * ocols
+            n_sram = orows * ocols
+            addrs = [dram + (pr * pool_out_dim + pc) * stride for pr in range(porows) for pc in range(pocols)]
+            nbytes = cols
+        else:
+            hi = row + (blocks - 1) * dim + rows
+            n_sram = rows * blocks
+            addrs = [dram + r * stride for r in range(rows)]
+            nbytes = cols * (4 if (m and local & READ_FULL) else 1)
+        ready = t if t > self.st_done else self.st_done  # mvouts are serialised in the RS
+        v = max(self.w[m][row:hi])  # RAW: loads and the array writing the source rows
+        if v > ready:
+            ready = v
+        t0 = ready + (p.store_fixed_acc if m else p.store_fixed_spad)
+        mp, beat, lat = p.max_packet, p.beat_bytes, p.wr_latency
+        cyc_per_beat = beat / p.wr_bytes_per_cycle
+        page_shift = p.page_bytes.bit_length() - 1
+        ring, maxq, k = self.wr_ring, p.max_wr_inflight, self.wr_k
+        chan = self.wr_chan
+        per_row = n_sram / max(1, len(addrs))  # SRAM row reads per written DRAM row
+        tt = t0
+        npk = 0
+        ack = self.wr_last_ack
+        for a in addrs:
+            tt += per_row
+            for off, size in split_packets(a % mp, nbytes, mp):
+                free = ring[k]
+                if free > tt:
+                    tt = free
+                page = (a + off) >> page_shift
+                if page != self.tlb_last:
+                    tt += self._tlb_miss(page)
+                begin = tt if tt > chan else chan
+                chan = begin + -(-size // beat) * cyc_per_beat
+                ack = chan + lat
+                ring[k] = ack
+                k = k + 1 if k + 1 < maxq else 0
+                npk += 1
+        self.wr_chan, self.wr_k = chan, k
+        if ack > self.wr_last_ack:
+            self.wr_last_ack = ack
+        done = tt if tt > t0 + n_sram else t0 + n_sram  # complete once every row left the SRAM
+        self.st_done = done
+        rt = self.r[m]
+        for k in range(row, hi):  # a store's read completes no earlier than an older reader's
+            if rt[k] < done:
+                rt[k] = done
+        self.wr_packets += npk
+        self.wr_bytes += len(addrs) * nbytes
+        heapq.heappush(self.rs[ST], done)
+
+    # ------------------------------------------------------------------------------------------
+    # CPU-side
+    # ------------------------------------------------------------------------------------------
+    def idle_time(self) -> float:
+        """When every engine, queue and outstanding write is done."""
+        t = max(
+            self.ld_last_done,
+            self.ld_free,
+            self.ex_drained,
+            self.ex_free,
+            self.st_done,
+            self.wr_last_ack,
+            self.last_alloc,
+            self.fsm_busy,
+        )
+        for heap in self.rs:
+            if heap:
+                t = max(t, max(heap))
+        return t
+
+    def _fence(self, args: tuple[int, ...], t: float) -> None:
+        self.t_cpu = max(self.t_cpu, self.idle_time() + self.p.fence_cycles)
+
+    def _nop(self, args: tuple[int, ...], t: float) -> None:
+        pass
+
+    def cycles(self) -> int:
+        """Total cycles from the first instruction to the end of the last one (CPU or Gemmini)."""
+        return int(round(max(self.idle_time(), self.t_cpu)))

@@ -1,0 +1,101 @@
+"""A lower bound on any kernel's cycles for a workload: max(matrix, vector, HBM) work.
+
+* matrix: the workload's essential multiply-accumulates at the array's streaming rate
+  (`rtl_mac_rate` = BLEN·MLEN MACs per cycle, plena.md §7);
+* vector: the VLEN-wide row operations the computation cannot avoid, one per cycle (the
+  RTL's independent element operations have an initiation interval of 1, Appendix B);
+* HBM: every input read once (MXFP8 elements plus scale bytes) at the cost model's bulk rate
+  (`hbm_pf_blk_x100` hundredths of a cycle per 64-byte block, Appendix A).
+The three resources could in principle overlap, so the bound is their maximum.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from zomboss.workload import Workload
+
+from .layout import MX_BLOCK
+
+
+@dataclass(frozen=True)
+class Bound:
+    matrix: int
+    vector: int
+    hbm: int
+
+    @property
+    def cycles(self) -> int:
+        return max(self.matrix, self.vector, self.hbm)
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def macs(wl: Workload) -> int:
+    """Essential MACs (causal attention counts only the unmasked keys)."""
+    s = wl.shape
+    if wl.op == "linear":
+        return s["M"] * s["K"] * s["N"]
+    if wl.op == "ffn":
+        return 3 * s["rows"] * s["hidden"] * s["inter"]
+    if wl.op == "attention":
+        return 2 * _score_elems(wl) * s["d"]
+    return 0
+
+
+def _score_elems(wl: Workload) -> int:
+    s = wl.shape
+    if s["causal"]:
+        return s["sq"] * (s["sq"] + 1) // 2
+    return s["sq"] * s["skv"]
+
+
+def vector_rows(wl: Workload, vlen: int) -> int:
+    """Unavoidable VLEN-wide vector operations."""
+    s = wl.shape
+    if wl.op == "rmsnorm":  # square, reduce, scale per chunk
+        return 3 * s["rows"] * _cdiv(s["hidden"], vlen)
+    if wl.op == "softmax":  # max, subtract, exp, sum, normalise per chunk
+        return 5 * s["rows"] * _cdiv(s["cols"], vlen)
+    if wl.op == "rope":  # two products and a sum per chunk
+        return 3 * s["rows"] * _cdiv(s["head_dim"], vlen)
+    if wl.op == "ffn":  # negate, exp, +1, reciprocal, ·up, ·gate per chunk of the hidden activation
+        return 6 * s["rows"] * _cdiv(s["inter"], vlen)
+    if wl.op == "attention":  # scale, max, subtract, exp, sum per score chunk
+        return 5 * _cdiv(_score_elems(wl), vlen)
+    return 0
+
+
+def input_bytes(wl: Workload) -> int:
+    """MXFP8 bytes of every input tensor (elements + one scale byte per 8 elements); RoPE's
+    rotate_half input is not counted, since it can be formed on chip."""
+    s = wl.shape
+    shapes: list[tuple[int, int]]
+    if wl.op == "linear":
+        shapes = [(s["M"], s["K"]), (s["K"], s["N"])]
+    elif wl.op == "rmsnorm":
+        shapes = [(s["rows"], s["hidden"])]
+    elif wl.op == "softmax":
+        shapes = [(s["rows"], s["cols"])]
+    elif wl.op == "ffn":
+        h, i = s["hidden"], s["inter"]
+        shapes = [(s["rows"], h), (h, i), (h, i), (i, h)]
+    elif wl.op == "attention":
+        shapes = [(s["sq"], s["d"]), (s["skv"], s["d"]), (s["skv"], s["d"])]
+    elif wl.op == "rope":
+        shapes = [(s["rows"], s["head_dim"])] * 3
+    else:
+        shapes = []
+    return sum(r * c + r * _cdiv(c, MX_BLOCK) for r, c in shapes)
+
+
+def lower_bound(wl: Workload, params: Mapping[str, int]) -> Bound:
+    """The bound under the doc's parameters (`rtl_mac_rate`, `vlen`, `hbm_block`, `hbm_pf_blk_x100`)."""
+    matrix = _cdiv(macs(wl), params["rtl_mac_rate"])
+    vector = vector_rows(wl, params["vlen"])
+    blocks = _cdiv(input_bytes(wl), params["hbm_block"])
+    hbm = _cdiv(blocks * params["hbm_pf_blk_x100"], 100)
+    return Bound(matrix, vector, hbm)

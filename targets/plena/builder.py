@@ -1,0 +1,153 @@
+"""An assembly builder for PLENA: named emitters for every instruction the lowerings use.
+
+Operands are stored in program-text order (reference §2.4) as plain integers: register
+operands hold the register index (`gp3` -> 3, `f2` -> 2, `a1` -> 1). Keeping the emitters
+here means a lowering never spells a mnemonic or an operand order twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+
+from zomboss.errors import ZombossError
+from zomboss.program import Instr, Program
+
+IMM18 = 1 << 18
+IMM22 = 1 << 22
+
+
+class Asm:
+    """Accumulates instructions; `li` materialises any 32-bit constant like PLENA's `load_large_int`."""
+
+    def __init__(self) -> None:
+        self.instrs: list[Instr] = []
+
+    def emit(self, op: str, *args: int) -> None:
+        self.instrs.append(Instr(op, args))
+
+    def program(self, meta: Mapping[str, object] | None = None) -> Program:
+        return Program("plena", tuple(self.instrs), dict(meta or {}))
+
+    # -- integer scalar -------------------------------------------------------
+    def li(self, rd: int, value: int) -> None:
+        """gp[rd] = value: S_ADDI_INT for 12-bit values, else S_LUI_INT (+ S_ADDI_INT for the low 12 bits)."""
+        if not 0 <= value < 1 << 32:
+            raise ZombossError(f"constant {value} does not fit a 32-bit register")
+        upper, lower = value >> 12, value & 0xFFF
+        if upper:
+            self.emit("S_LUI_INT", rd, upper)
+            if lower:
+                self.emit("S_ADDI_INT", rd, rd, lower)
+        else:
+            self.emit("S_ADDI_INT", rd, 0, lower)
+
+    def addi(self, rd: int, rs: int, imm: int) -> None:
+        """gp[rd] = gp[rs] + imm (the immediate is unsigned, 18 bits)."""
+        if not 0 <= imm < IMM18:
+            raise ZombossError(f"S_ADDI_INT immediate {imm} outside 0..{IMM18 - 1}")
+        self.emit("S_ADDI_INT", rd, rs, imm)
+
+    def add(self, rd: int, ra: int, rb: int) -> None:
+        self.emit("S_ADD_INT", rd, ra, rb)
+
+    def nop(self) -> None:
+        self.emit("S_ADDI_INT", 0, 0, 0)
+
+    # -- control --------------------------------------------------------------
+    @contextmanager
+    def loop(self, counter: int, n: int) -> Iterator[None]:
+        """A hardware loop of `n` >= 1 iterations counted in gp[counter]."""
+        if not 1 <= n < IMM22:
+            raise ZombossError(f"hardware loop count {n} outside 1..{IMM22 - 1}")
+        self.emit("C_LOOP_START", counter, n)
+        yield
+        self.emit("C_LOOP_END", counter)
+
+    def set_addr(self, areg: int, gp_lo: int) -> None:
+        self.emit("C_SET_ADDR_REG", areg, 0, gp_lo)
+
+    def set_scale(self, rs: int) -> None:
+        self.emit("C_SET_SCALE_REG", rs)
+
+    def set_stride(self, rs: int) -> None:
+        self.emit("C_SET_STRIDE_REG", rs)
+
+    # -- DMA --------------------------------------------------------------------
+    def prefetch_m(self, rd_mram: int, rs_off: int, areg: int, rstride: int = 1, prec: int = 0) -> None:
+        self.emit("H_PREFETCH_M", rd_mram, rs_off, areg, rstride, prec)
+
+    def prefetch_v(self, rd_vram: int, rs_off: int, areg: int, rstride: int = 1, prec: int = 0) -> None:
+        self.emit("H_PREFETCH_V", rd_vram, rs_off, areg, rstride, prec)
+
+    # -- matrix ---------------------------------------------------------------
+    def m_mm(self, rs_mram: int, rs_vram: int) -> None:
+        self.emit("M_MM", 0, rs_mram, rs_vram)
+
+    def m_tmm(self, rs_vram: int, rs_mram: int) -> None:
+        self.emit("M_TMM", 0, rs_vram, rs_mram)
+
+    def m_mm_wo(self, rd: int, rs_stride: int = 0, imm: int = 0) -> None:
+        self.emit("M_MM_WO", rd, rs_stride, imm)
+
+    # -- vector -----------------------------------------------------------------
+    def v_add_vv(self, rd: int, rs1: int, rs2: int, mask: int = 0) -> None:
+        self.emit("V_ADD_VV", rd, rs1, rs2, mask)
+
+    def v_sub_vv(self, rd: int, rs1: int, rs2: int, mask: int = 0) -> None:
+        self.emit("V_SUB_VV", rd, rs1, rs2, mask)
+
+    def v_mul_vv(self, rd: int, rs1: int, rs2: int, mask: int = 0) -> None:
+        self.emit("V_MUL_VV", rd, rs1, rs2, mask)
+
+    def v_add_vf(self, rd: int, rs1: int, fs: int, mask: int = 0) -> None:
+        self.emit("V_ADD_VF", rd, rs1, fs, mask)
+
+    def v_sub_vf(self, rd: int, rs1: int, fs: int, mask: int = 0, reverse: int = 0) -> None:
+        self.emit("V_SUB_VF", rd, rs1, fs, mask, reverse)
+
+    def v_mul_vf(self, rd: int, rs1: int, fs: int, mask: int = 0) -> None:
+        self.emit("V_MUL_VF", rd, rs1, fs, mask)
+
+    def v_exp(self, rd: int, rs1: int, mask: int = 0) -> None:
+        self.emit("V_EXP_V", rd, rs1, mask)
+
+    def v_reci(self, rd: int, rs1: int, mask: int = 0) -> None:
+        self.emit("V_RECI_V", rd, rs1, mask)
+
+    def v_red_sum(self, fd: int, rs1: int) -> None:
+        self.emit("V_RED_SUM", fd, rs1)
+
+    def v_red_max(self, fd: int, rs1: int) -> None:
+        self.emit("V_RED_MAX", fd, rs1, 0)
+
+    # -- scalar FP ----------------------------------------------------------------
+    def s_ld_fp(self, fd: int, rs: int, imm: int) -> None:
+        self.emit("S_LD_FP", fd, rs, imm)
+
+    def s_st_fp(self, fs: int, rs: int, imm: int) -> None:
+        self.emit("S_ST_FP", fs, rs, imm)
+
+    def s_map_v_fp(self, rd_vram: int, rs: int, imm: int) -> None:
+        self.emit("S_MAP_V_FP", rd_vram, rs, imm)
+
+    def fadd(self, fd: int, fa: int, fb: int) -> None:
+        self.emit("S_ADD_FP", fd, fa, fb)
+
+    def fsub(self, fd: int, fa: int, fb: int) -> None:
+        self.emit("S_SUB_FP", fd, fa, fb)
+
+    def fmul(self, fd: int, fa: int, fb: int) -> None:
+        self.emit("S_MUL_FP", fd, fa, fb)
+
+    def fmax(self, fd: int, fa: int, fb: int) -> None:
+        self.emit("S_MAX_FP", fd, fa, fb)
+
+    def fexp(self, fd: int, fa: int) -> None:
+        self.emit("S_EXP_FP", fd, fa)
+
+    def freci(self, fd: int, fa: int) -> None:
+        self.emit("S_RECI_FP", fd, fa)
+
+    def fsqrt(self, fd: int, fa: int) -> None:
+        self.emit("S_SQRT_FP", fd, fa)

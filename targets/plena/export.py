@@ -1,0 +1,119 @@
+"""Export: PLENA assembly text its own assembler accepts, plus a JSON sidecar.
+
+Syntax facts of PLENA_Compiler's assembler (`assembler/parser.py`, `assembly_to_binary.py`)
+that shape the text: comments are `;` or `//` (a `#` would be read as an operand); operands
+are comma-separated; registers are `gpN`, `fN`, `aN`; immediates are decimal (it parses
+them with `int()`, so no hex); matrix ops take exactly three operands (a fourth is read as
+a matrix-view slot) and M_MM_WO exactly three; an instruction needs at least one operand
+(a line with a bare mnemonic is skipped). The sidecar records what the program expects
+around it: the workload, the machine parameters, the HBM placement of the MXFP8 inputs,
+the VRAM layout of the output and work regions, and the FP SRAM preload.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from zomboss.errors import ZombossError
+from zomboss.knowledge import KB
+from zomboss.program import Program
+from zomboss.workload import Workload
+
+from .asm import register_positions
+from .layout import Geometry, Kernel, KernelLayout
+
+SIDECAR_FORMAT = "zomboss-plena-kernel/1"
+_PREFIX = {"gp": "gp", "f": "f", "a": "a"}
+
+
+def sidecar_path(asm_path: Path) -> Path:
+    """`kernel.asm` -> `kernel.asm.json`."""
+    return asm_path.with_name(asm_path.name + ".json")
+
+
+def program_text(kb: KB, program: Program, header: str = "") -> str:
+    """The program as PLENA assembly, one instruction per line."""
+    lines = [f"; {h}" if h else ";" for h in header.splitlines()] if header else []
+    cache: dict[str, dict[int, str]] = {}
+    for ins in program.instrs:
+        if ins.op not in kb.instrs:
+            raise ZombossError(f"cannot export unknown PLENA instruction {ins.op!r}")
+        if not ins.args:
+            raise ZombossError(f"{ins.op}: PLENA's assembler skips instructions written without operands")
+        pre = cache.get(ins.op)
+        if pre is None:
+            pre = {pos: _PREFIX[kind] for pos, kind in register_positions(kb, ins.op)}
+            cache[ins.op] = pre
+        lines.append(ins.text(pre))
+    return "\n".join(lines) + "\n"
+
+
+def sidecar(
+    wl: Workload, layout: KernelLayout, geo: Geometry, extra: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    return {
+        "format": SIDECAR_FORMAT,
+        "target": "plena",
+        "workload": {"id": wl.id, "op": wl.op, "shape": dict(wl.shape)},
+        "params": {
+            "mlen": geo.mlen,
+            "vlen": geo.vlen,
+            "blen": geo.blen,
+            "hlen": geo.hlen,
+            "hbm_m_prefetch": geo.pf_m,
+            "hbm_v_prefetch": geo.pf_v,
+            "hbm_v_writeback": geo.wb_v,
+            "mram_tiles": geo.mram_tiles,
+            "fpsram_size": geo.fpsram,
+        },
+        "layout": layout.to_json(),
+        **(dict(extra) if extra else {}),
+    }
+
+
+def write(
+    kb: KB, wl: Workload, kernel: Kernel, geo: Geometry, out: Path, extra: Mapping[str, Any] | None = None
+) -> Path:
+    """Write `out` (assembly) and its sidecar; returns `out`."""
+    o = kernel.layout.output
+    header = "\n".join(
+        [
+            f"zomboss PLENA kernel for {wl.id} ({wl.spec})",
+            f"source: {kernel.program.meta.get('source', '')}; {len(kernel.program)} instructions",
+            "inputs (HBM, MXFP8 row-major then E8M0 scales): "
+            + ", ".join(f"{t.name}[{t.rows}x{t.cols}]@{t.base}" for t in kernel.layout.inputs),
+            f"output (VRAM, column-block-major BF16): {o.name}[{o.rows}x{o.cols}]@{o.base} ({o.phys_rows} physical rows)",
+            "FP SRAM preload: " + ", ".join(f"[{k}]={v}" for k, v in sorted(kernel.layout.fp_sram.items())),
+            f"layout sidecar: {sidecar_path(out).name}",
+        ]
+    )
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(program_text(kb, kernel.program, header), encoding="utf-8")
+        sidecar_path(out).write_text(
+            json.dumps(sidecar(wl, kernel.layout, geo, extra), indent=2) + "\n", encoding="utf-8"
+        )
+    except OSError as e:
+        raise ZombossError(f"{out}: cannot write: {e.strerror}") from None
+    return out
+
+
+def read_sidecar(path: Path) -> tuple[Workload, KernelLayout, dict[str, Any]]:
+    """(workload, layout, whole sidecar) of an exported kernel's sidecar file."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ZombossError(f"{path}: cannot read: {e.strerror}") from None
+    except json.JSONDecodeError as e:
+        raise ZombossError(f"{path}: not JSON: {e}") from None
+    if not isinstance(data, dict) or data.get("format") != SIDECAR_FORMAT:
+        raise ZombossError(f"{path}: not a {SIDECAR_FORMAT} sidecar")
+    try:
+        w = data["workload"]
+        wl = Workload(id=str(w["id"]), op=str(w["op"]), shape={k: int(v) for k, v in w["shape"].items()})
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise ZombossError(f"{path}: malformed workload entry ({type(e).__name__}: {e})") from None
+    return wl, KernelLayout.from_json(data.get("layout", {})), data

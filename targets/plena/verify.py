@@ -1,0 +1,189 @@
+"""Verification of a PLENA kernel against its golden reference (reference §6).
+
+A kernel passes when, on every seed,
+* PLENA's own gate holds: at least 90 % of output elements satisfy
+  |sim − golden| <= 0.2 + 0.2·|golden| (PLENA's `check_mem` defaults);
+* the strict gate holds: every element satisfies |sim − golden| <= 0.05·std(golden) + 0.05·|golden|;
+* the output has no NaN or Inf;
+* nothing outside the declared output and work regions of VRAM changed, and HBM is intact
+  (every kernel here reads HBM and leaves its result in VRAM, as PLENA's tests do).
+
+Legality and timing do not depend on the data (addresses and trip counts are fixed by
+the program), so the first seed runs with the doc's rule checker and both timing modes and
+the other seeds run unchecked and untimed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from zomboss.workload import Workload
+
+from . import hbm as H
+from .golden import make_inputs, quantize_inputs, reference
+from .layout import Kernel, KernelLayout
+from .simulator import PlenaConfig, PlenaRun, simulate
+
+PLENA_ATOL = 0.2
+PLENA_RTOL = 0.2
+PLENA_MIN_RATE = 0.9
+STRICT_STD = 0.05
+STRICT_RTOL = 0.05
+SEEDS = (0, 1)
+MODES = ("rtl", "emu")
+
+
+@dataclass(frozen=True)
+class Gate:
+    """One acceptance criterion on one output: the share of elements within tolerance."""
+
+    name: str
+    passed: bool
+    match_rate: float
+    required_rate: float
+    tolerance: str
+
+
+@dataclass(frozen=True)
+class SeedCheck:
+    seed: int
+    plena: Gate
+    strict: Gate
+    finite: bool
+    untouched: bool
+    untouched_detail: str
+    max_abs_err: float
+    mse: float
+
+    @property
+    def passed(self) -> bool:
+        return self.plena.passed and self.strict.passed and self.finite and self.untouched
+
+    def reason(self) -> str:
+        why = []
+        if not self.finite:
+            why.append("NaN/Inf in the output")
+        for g in (self.plena, self.strict):
+            if not g.passed:
+                why.append(
+                    f"{g.name} gate: {g.match_rate:.2%} of elements within {g.tolerance} (< {g.required_rate:.0%})"
+                )
+        if not self.untouched:
+            why.append(self.untouched_detail)
+        return f"seed {self.seed}: " + "; ".join(why) if why else ""
+
+
+@dataclass(frozen=True)
+class Verification:
+    """The checks of every seed and the timed, rule-checked run of the first one."""
+
+    checks: tuple[SeedCheck, ...]
+    run: PlenaRun
+
+    @property
+    def verified(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    @property
+    def reason(self) -> str:
+        return "; ".join(c.reason() for c in self.checks if not c.passed)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "verified": self.verified,
+            "seeds": [{**asdict(c), "passed": c.passed} for c in self.checks],
+        }
+
+
+def plena_gate(out: np.ndarray, ref: np.ndarray) -> Gate:
+    ok = np.abs(out - ref) <= PLENA_ATOL + PLENA_RTOL * np.abs(ref)
+    rate = float(np.mean(ok)) if ok.size else 1.0
+    tol = f"atol={PLENA_ATOL} + rtol={PLENA_RTOL}"
+    return Gate("plena", rate >= PLENA_MIN_RATE, rate, PLENA_MIN_RATE, tol)
+
+
+def strict_gate(out: np.ndarray, ref: np.ndarray) -> Gate:
+    std = float(np.std(ref)) if ref.size else 0.0
+    ok = np.abs(out - ref) <= STRICT_STD * std + STRICT_RTOL * np.abs(ref)
+    rate = float(np.mean(ok)) if ok.size else 1.0
+    return Gate(
+        "strict", rate >= 1.0, rate, 1.0, f"{STRICT_STD}*std(golden)={STRICT_STD * std:.3g} + rtol={STRICT_RTOL}"
+    )
+
+
+def stage(layout: KernelLayout, inputs: Mapping[str, np.ndarray]) -> tuple[H.Hbm, np.ndarray]:
+    """The initial HBM image (every declared input, MXFP8) and the FP SRAM preload values."""
+    hbm = H.Hbm()
+    for t in layout.inputs:
+        if t.name not in inputs:
+            raise KeyError(f"layout declares HBM input {t.name!r} but the workload has {sorted(inputs)}")
+        x = inputs[t.name]
+        if x.shape != (t.rows, t.cols):
+            raise ValueError(f"input {t.name} is {x.shape}, the layout places {t.rows}x{t.cols}")
+        H.place_mx_tensor(hbm, t.base, x)
+    fp = np.zeros(max(layout.fp_sram, default=-1) + 1, dtype=np.float32)
+    for slot, value in layout.fp_sram.items():
+        fp[slot] = value
+    return hbm, fp
+
+
+def untouched(run: PlenaRun, layout: KernelLayout, hbm0: H.Hbm) -> tuple[bool, str]:
+    """Whether VRAM outside the declared regions is still zero and HBM is unchanged."""
+    vram = run.vram
+    keep = np.ones(vram.size, dtype=bool)
+    for lo, hi in layout.writable():
+        keep[lo:hi] = False
+    dirty = np.flatnonzero(keep & (vram != 0))
+    if dirty.size:
+        return False, f"VRAM outside the declared regions was written ({dirty.size} elements, first at {int(dirty[0])})"
+    before, after = hbm0.array(), run.hbm.array()
+    n = max(before.size, after.size)
+    b = np.zeros(n, np.uint8)
+    a = np.zeros(n, np.uint8)
+    b[: before.size] = before
+    a[: after.size] = after
+    diff = np.flatnonzero(a != b)
+    if diff.size:
+        return False, f"HBM changed ({diff.size} bytes, first at {int(diff[0])}); outputs are declared in VRAM only"
+    return True, ""
+
+
+def check_output(seed: int, run: PlenaRun, layout: KernelLayout, ref: np.ndarray, hbm0: H.Hbm) -> SeedCheck:
+    o = layout.output
+    out = run.vram_tensor(o.base, o.rows, o.cols, o.phys_rows)
+    finite = bool(np.all(np.isfinite(out)))
+    err = np.abs(out.astype(np.float64) - ref.astype(np.float64))
+    clean, detail = untouched(run, layout, hbm0)
+    return SeedCheck(
+        seed=seed,
+        plena=plena_gate(out, ref),
+        strict=strict_gate(out, ref),
+        finite=finite,
+        untouched=clean,
+        untouched_detail=detail,
+        max_abs_err=float(np.nanmax(err)) if err.size else 0.0,
+        mse=float(np.nanmean(err**2)) if err.size else 0.0,
+    )
+
+
+def verify(
+    kernel: Kernel, wl: Workload, cfg: PlenaConfig, seeds: Sequence[int] = SEEDS, modes: Sequence[str] = MODES
+) -> Verification:
+    """Simulate `kernel` on every seed's inputs and check it against the golden reference.
+
+    Raises IllegalProgram (from the simulator) when the program breaks a rule of the doc."""
+    checks: list[SeedCheck] = []
+    first: PlenaRun | None = None
+    for i, seed in enumerate(seeds):
+        inputs = make_inputs(wl, seed)
+        ref = reference(wl, quantize_inputs(inputs))
+        hbm0, fp = stage(kernel.layout, inputs)
+        run = simulate(kernel.program, cfg, hbm0, fpsram_init=fp, modes=modes if i == 0 else (), check=i == 0)
+        first = first or run
+        checks.append(check_output(seed, run, kernel.layout, ref, hbm0))
+    assert first is not None, "at least one seed"
+    return Verification(tuple(checks), first)

@@ -1,0 +1,39 @@
+"""Shared helpers for the Gemmini simulator tests: program text, DRAM setup, a KB cache dir."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from zomboss.targets.gemmini.config import GemminiConfig
+from zomboss.targets.gemmini.dram import Dram
+
+from zomboss.program import Instr, Program
+
+ONE = 0x3F800000
+GARB = 0xFFFFFFFF
+
+
+@pytest.fixture(autouse=True)
+def _kb_cache(tmp_path_factory, monkeypatch):
+    """Keep compiled KBs out of the user's cache."""
+    monkeypatch.setenv("ZOMBOSS_CACHE", str(tmp_path_factory.getbasetemp() / "kb-cache"))
+
+
+@pytest.fixture
+def cfg() -> GemminiConfig:
+    return GemminiConfig()
+
+
+def prog(*lines: tuple) -> Program:
+    """A program from (mnemonic, *operands) tuples."""
+    return Program("gemmini", tuple(Instr(op, tuple(args), i + 1) for i, (op, *args) in enumerate(lines)))
+
+
+def put(dram: Dram, arr: np.ndarray) -> int:
+    addr = dram.alloc(arr.nbytes)
+    dram.write(addr, arr)
+    return addr
+
+
+def rand_i8(rng: np.random.Generator, *shape: int) -> np.ndarray:
+    return rng.integers(-128, 128, size=shape, dtype=np.int8)

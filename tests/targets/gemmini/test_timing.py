@@ -1,0 +1,186 @@
+"""Timing model: the sanity anchors of reference §5.2, DMA splitting, queues, and calibration."""
+
+from __future__ import annotations
+
+import pytest
+from zomboss.targets.gemmini.config import GemminiConfig
+from zomboss.targets.gemmini.isa import acc_addr
+from zomboss.targets.gemmini.presets import DEFAULT_PRESET, PRESETS, UnknownPreset, get_preset
+from zomboss.targets.gemmini.simulator import simulate
+from zomboss.targets.gemmini.timing import split_packets
+
+from .conftest import GARB, ONE, prog
+
+P = get_preset(DEFAULT_PRESET)
+
+
+def cycles(lines, cfg, **kw) -> int:
+    return simulate(prog(*lines), cfg, None, functional=False, check=kw.pop("check", False), **kw).cycles
+
+
+def _blocks(n: int, *, new_weights: bool, config_between: bool = False) -> list[tuple]:
+    """n 16x16x16 WS blocks on resident operands, accumulating into one accumulator tile."""
+    out = [
+        ("config_ex", 1, 0, 0, 0, 1, 1, 0, ONE, 0),
+        ("preload", 0, acc_addr(0), 16, 16, 16, 16),
+        ("compute_preloaded", 16, GARB, 16, 16, 16, 16),
+    ]
+    for i in range(n - 1):
+        if config_between:
+            out.append(("config_ex", 1, 0, 0, 0, 1, 1, 0, ONE, 0))
+        if new_weights or config_between:
+            b_row = 4096 + 32 * (i % 4)  # B in another bank than A: no read conflict
+            out += [
+                ("preload", b_row, acc_addr(16 * (i % 8) + 16, accumulate=True), 16, 16, 16, 16),
+                ("compute_preloaded", 16, GARB, 16, 16, 16, 16),
+            ]
+        else:
+            out += [
+                ("preload", GARB, acc_addr(16 * (i % 8) + 16, accumulate=True), 16, 16, 16, 16),
+                ("compute_accumulated", 16 * (i % 8) + 256, GARB, 16, 16, 16, 16),
+            ]
+    return out
+
+
+def _per_block(cfg, gap: float = 0.0, **kw) -> float:
+    """Marginal cycles per block, CPU issue cost removed so the array is the bottleneck."""
+    fast = P.with_(cpu_issue=0.0, kernel_overhead=0.0, ex_gap=gap)
+    return (cycles(_blocks(201, **kw), cfg, preset=fast) - cycles(_blocks(101, **kw), cfg, preset=fast)) / 100
+
+
+@pytest.mark.parametrize("new_weights", [False, True])
+def test_anchor_full_rate_stream_is_one_block_per_dim_cycles(cfg, new_weights):
+    """Anchors (a) and (b): resident operands stream at DIM cycles per 16x16x16 block, whether
+    the weights stay (compute_accumulated) or change every block (overlapped preloads)."""
+    assert _per_block(cfg, new_weights=new_weights) == pytest.approx(cfg.dim, abs=0.5)
+
+
+def test_fitted_execute_gap_adds_per_block(cfg):
+    per = _per_block(cfg, gap=P.ex_gap, new_weights=True)
+    assert per == pytest.approx(cfg.dim + P.ex_gap, abs=0.5)
+
+
+def test_anchor_config_ex_between_blocks_costs_an_array_drain(cfg):
+    plain = _per_block(cfg, new_weights=True)
+    with_cfg = _per_block(cfg, new_weights=True, config_between=True)
+    assert 30 <= with_cfg - plain <= 60  # ~ 2*DIM + 8 array latency (reference §5.2 anchor c: ~ +40)
+
+
+def test_anchor_block_mvins_beat_single_tile_mvins(cfg):
+    ld = [("config_ld", 0, 1024, 0, 16, 1, ONE)]
+    tiles = 64
+    single = ld + [("mvin", 0x10000 + 16 * t, 16 * t, 16, 16) for t in range(tiles)] + [("fence",)]
+    block = ld + [("mvin", 0x10000 + 64 * t, 64 * t, 64, 16) for t in range(tiles // 4)] + [("fence",)]
+    assert cycles(block, cfg) < 0.6 * cycles(single, cfg)
+
+
+def test_anchor_zero_fill_is_one_row_per_cycle(cfg):
+    tiles = 64
+    lines = [("mvin", 0, acc_addr(16 * (t % 32)), 16, 16) for t in range(tiles)] + [("fence",)]
+    fast = P.with_(cpu_issue=0.0, kernel_overhead=0.0)
+    short = cycles(lines[:32] + [("fence",)], cfg, preset=fast)
+    per_tile = (cycles(lines, cfg, preset=fast) - short) / (tiles - 32)
+    assert per_tile == pytest.approx(cfg.dim, abs=0.5)
+
+
+def test_16_byte_mvins_are_latency_bound(cfg):
+    """Reference §5.1: a plain 16x16 int8 mvin stream sustains about 16 requests per latency."""
+    n = 128
+    lines = (
+        [("config_ld", 0, 1024, 0, 16, 1, ONE)]
+        + [("mvin", 0x10000 + 16 * t, (16 * t) % 8192, 16, 16) for t in range(n)]
+        + [("fence",)]
+    )
+    fast = P.with_(cpu_issue=0.0, kernel_overhead=0.0, tlb_miss=0.0)
+    per_mvin = cycles(lines, cfg, preset=fast) / n
+    expect = 16 * (P.rd_latency + 16 / P.rd_bytes_per_cycle) / P.max_rd_inflight
+    assert 0.8 * expect <= per_mvin <= 1.3 * expect + 2
+
+
+@pytest.mark.parametrize(
+    ("offset", "n", "want"),
+    [(0, 64, [64]), (0, 16, [16]), (48, 64, [16, 32, 16]), (8, 8, [8]), (4, 64, [4, 8, 16, 32, 4])],
+)
+def test_dma_requests_are_aligned_powers_of_two(offset, n, want):
+    sizes = [s for _, s in split_packets(offset, n, 64)]
+    assert sizes == want
+    offs = [o for o, _ in split_packets(offset, n, 64)]
+    assert all((offset + o) % s == 0 for o, s in zip(offs, sizes, strict=True))
+
+
+def test_misaligned_rows_cost_more_requests(cfg):
+    def stream(base):
+        return (
+            [("config_ld", 0, 1024, 0, 16, 1, ONE)]
+            + [("mvin", base + 1024 * 16 * t, 64 * t, 64, 16) for t in range(32)]
+            + [("fence",)]
+        )
+
+    aligned = simulate(prog(*stream(0x10000)), cfg, None, functional=False, check=False)
+    skewed = simulate(prog(*stream(0x10030)), cfg, None, functional=False, check=False)
+    assert skewed.stats["rd_packets"] == 3 * aligned.stats["rd_packets"]
+    assert skewed.cycles > aligned.cycles
+
+
+def test_mvouts_are_serialised(cfg):
+    st = [("config_st", 16, 0, ONE, 0, 0, 0, 0, 0, 0, 0, 0, 0)]
+    one = cycles(st + [("mvout", 0x10000, acc_addr(0), 16, 16), ("fence",)], cfg)
+    eight = cycles(st + [("mvout", 0x10000 + 256 * t, acc_addr(16 * t), 16, 16) for t in range(8)] + [("fence",)], cfg)
+    assert eight - one >= 7 * 16  # each waits for the previous one's 16 SRAM reads at least
+
+
+def test_fence_waits_for_outstanding_writes(cfg):
+    st = [("config_st", 16, 0, ONE, 0, 0, 0, 0, 0, 0, 0, 0, 0), ("mvout", 0x10000, acc_addr(0), 16, 16)]
+    with_fence = cycles(st + [("fence",)], cfg)
+    assert with_fence >= P.kernel_overhead + P.store_fixed_acc + 16 + P.wr_latency
+
+
+def test_reservation_station_capacity_throttles_loads(cfg):
+    """With one load queue entry, loads cannot overlap their memory latency."""
+    lines = (
+        [("config_ld", 0, 1024, 0, 16, 1, ONE)]
+        + [("mvin", 0x10000 + 64 * t, 64 * t, 64, 16) for t in range(32)]
+        + [("fence",)]
+    )
+    normal = cycles(lines, cfg)
+    narrow = cycles(lines, GemminiConfig(rs_ld=1))
+    assert narrow > 1.3 * normal
+
+
+def test_a_and_b_from_one_bank_take_two_cycles_per_row(cfg):
+    fast = P.with_(cpu_issue=0.0, kernel_overhead=0.0, ex_gap=0.0)
+
+    def stream(b_base: int) -> list[tuple]:
+        out: list[tuple] = [("config_ex", 1, 0, 0, 0, 1, 1, 0, ONE, 0)]
+        for i in range(100):
+            out += [
+                ("preload", b_base + 32 * (i % 4), acc_addr(16 * (i % 8), accumulate=True), 16, 16, 16, 16),
+                ("compute_preloaded", 16, GARB, 16, 16, 16, 16),
+            ]
+        return out
+
+    assert cycles(stream(0), cfg, preset=fast) > 1.8 * cycles(stream(4096), cfg, preset=fast)
+
+
+def test_loads_wait_for_the_computes_reading_their_rows(cfg):
+    """WAR through the scratchpad: reloading A's rows must wait for the compute that reads them."""
+    base = [
+        ("config_ld", 0, 16, 0, 16, 1, ONE),
+        ("config_ex", 1, 0, 0, 0, 1, 1, 0, ONE, 0),
+        ("mvin", 0x10000, 0, 16, 16),
+        ("mvin", 0x10100, 16, 16, 16),
+        ("preload", 16, acc_addr(0), 16, 16, 16, 16),
+        ("compute_preloaded", 0, GARB, 16, 16, 16, 16),
+    ]
+    same = cycles(base + [("mvin", 0x10200, 0, 16, 16), ("fence",)], cfg)
+    other = cycles(base + [("mvin", 0x10200, 32, 16, 16), ("fence",)], cfg)
+    assert same > other
+
+
+def test_presets_are_named_and_documented():
+    assert DEFAULT_PRESET == "firesim-f1-llc"
+    for p in PRESETS.values():
+        assert p.doc and p.name
+    assert "NOT FITTED" in PRESETS["dram"].doc
+    with pytest.raises(UnknownPreset, match="unknown Gemmini timing preset 'nope'"):
+        get_preset("nope")
