@@ -20,8 +20,7 @@ run: install
 	$(BIN)/zomboss kb query gemmini 'param(dim,V)'
 	$(BIN)/zomboss kb query plena 'param(mlen,V)'
 	$(BIN)/zomboss workloads
-	$(BIN)/zomboss default gemmini mm256
-	$(BIN)/zomboss default plena lin_60m_q
+	$(BIN)/zomboss bench --suite all --workers 2
 
 lint: install
 	$(BIN)/ruff check .

@@ -32,13 +32,12 @@ MEASUREMENTS = FIRESIM_F1_MEASUREMENTS  # (M, K, N) written M x K -> N (A is M x
 # Search grids. Write latency and bandwidth are tied to the read side (one LLC/DRAM path):
 # these loop_ws kernels write little, so the data cannot tell the two apart.
 GRID: dict[str, tuple[float, ...]] = {
-    "ex_gap": (0, 1, 2, 3, 4, 5),
-    "rd_latency": (20, 30, 40, 50, 60, 70, 80, 100, 120, 140, 160),
-    "rd_bytes_per_cycle": (4, 5, 6, 7, 8, 10, 12, 16),
-    "tlb_miss": (0, 2, 4, 6, 8, 10, 15, 20, 30),
-    "kernel_overhead": (0, 500, 1000, 1500, 2000, 2500, 3000),
+    "rd_latency": (40, 50, 60, 70, 80, 90, 100, 110, 120, 140),
+    "rd_bytes_per_cycle": (5, 6, 7, 8, 9, 10, 12, 14, 16),
+    "tlb_miss": (0, 2, 4, 6, 8, 10, 15),
+    "kernel_overhead": (500, 1000, 1250, 1500, 1750, 2000, 2500),
 }
-START = {"ex_gap": 0.0, "rd_latency": 40.0, "rd_bytes_per_cycle": 16.0, "tlb_miss": 0.0, "kernel_overhead": 0.0}
+START = {"rd_latency": 80.0, "rd_bytes_per_cycle": 8.0, "tlb_miss": 2.0, "kernel_overhead": 1500.0}
 
 
 def programs(cfg: GemminiConfig) -> list[Program]:

@@ -153,23 +153,8 @@ class Translator:
             return b
         if isinstance(e, ex.Bin) and e.op in ex.CMP_OPS:
             lhs, rhs = self.term(e.left).expr, self.term(e.right).expr
-            pos = {
-                "==": lhs == rhs,
-                "!=": lhs != rhs,
-                "<": lhs < rhs,
-                "<=": lhs <= rhs,
-                ">": lhs > rhs,
-                ">=": lhs >= rhs,
-            }[e.op]
-            neg_op = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}[e.op]
-            neg = {
-                "==": lhs == rhs,
-                "!=": lhs != rhs,
-                "<": lhs < rhs,
-                "<=": lhs <= rhs,
-                ">": lhs > rhs,
-                ">=": lhs >= rhs,
-            }[neg_op]
+            pos = _compare(lhs, e.op, rhs)
+            neg = _compare(lhs, _NEGATED[e.op], rhs)
             self.m.add(pos).only_enforce_if(b)
             self.m.add(neg).only_enforce_if(b.negated())
             return b
@@ -204,6 +189,24 @@ class Translator:
             self.require(e.right)
             return
         self.m.add_bool_and([self.boolean(e)])
+
+
+_NEGATED = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+
+
+def _compare(lhs: Any, op: str, rhs: Any) -> Any:
+    """A CP-SAT linear constraint `lhs op rhs`."""
+    if op == "==":
+        return lhs == rhs
+    if op == "!=":
+        return lhs != rhs
+    if op == "<":
+        return lhs < rhs
+    if op == "<=":
+        return lhs <= rhs
+    if op == ">":
+        return lhs > rhs
+    return lhs >= rhs
 
 
 def _or_all(items: list[ex.Expr]) -> ex.Expr:

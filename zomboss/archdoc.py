@@ -167,6 +167,11 @@ class _Builder:
             return ex.Int(_int(str(c[0])))
         if k == "ref":
             return ex.Ref(tuple(str(x) for x in c))
+        if k == "sym":
+            name = str(c[0])[1:-1]
+            if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", name):
+                raise DocError(f"{self.loc(c[0]).pos}: a quoted symbol must be a name, got {name!r}")
+            return ex.Sym(name)
         if k in ("or_expr", "and_expr", "bor", "band"):
             op = {"or_expr": "or", "and_expr": "and", "bor": "|", "band": "&"}[k]
             out = self.expr(c[0])
@@ -342,13 +347,16 @@ class _Builder:
         c = t.children
         knobs: list[dm.Knob] = []
         cons: list[dm.Constraint] = []
+        lets: dict[str, ex.Expr] = {}
         for x in c[1:]:
             xc = x.children
-            if x.data == "knob_int":
+            if x.data == "mlet":  # inlined into the constraints that follow
+                lets[str(xc[0])] = ex.substitute(self.expr(xc[1]), lets)
+            elif x.data == "knob_int":
                 knobs.append(dm.Knob(str(xc[0]), self.expr(xc[1]), self.expr(xc[2]), (), self._doc(xc), self.loc(x)))
             elif x.data == "knob_enum":
                 vals = tuple(str(v) for v in xc[1:] if isinstance(v, Token))
                 knobs.append(dm.Knob(str(xc[0]), None, None, vals, self._doc(xc), self.loc(x)))
             else:
-                cons.append(dm.Constraint(self._dotted(xc[0]), str(xc[1])[1:-1], self.expr(xc[2]), self.loc(x)))
+                cons.append(dm.Constraint(self._dotted(xc[0]), str(xc[1])[1:-1], ex.substitute(self.expr(xc[2]), lets), self.loc(x)))
         self.doc.mappings.append(dm.MappingSpace(str(c[0]), tuple(knobs), tuple(cons), self.loc(t)))

@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from zomboss import asp
-from zomboss import expr as ex
 from zomboss.errors import WorkloadError, ZombossError
 from zomboss.knowledge import KB, load_kb
-from zomboss.legality import Violation, parse_program
+from zomboss.legality import Violation, flat_mapping, mapping_violations, parse_program
 from zomboss.target import TARGET_NAMES, doc_path, get_target
 
 
@@ -109,9 +108,10 @@ def mapping_values(kb: KB, data: Mapping[str, Any], path: str, target: str) -> t
             raise WorkloadError(f"{path}: unknown knob {k!r} for {op} (knobs: {', '.join(knobs)})")
         knob = knobs[k]
         if knob.values:
-            if v not in knob.values:
-                raise WorkloadError(f"{path}: knob {k!r} must be one of {', '.join(knob.values)}, got {v!r}")
-            values[k] = str(v)
+            sym = flat_mapping({k: v}, {})[k] if isinstance(v, bool | str) else v
+            if sym not in knob.values:
+                raise WorkloadError(f"{path}: knob {k!r} must be one of {', '.join(knob.values)}, got {json.dumps(v)}")
+            values[k] = str(sym)
         else:
             if not isinstance(v, int) or isinstance(v, bool):
                 raise WorkloadError(f"{path}: knob {k!r} must be an integer, got {v!r}")
@@ -125,39 +125,11 @@ def mapping_values(kb: KB, data: Mapping[str, Any], path: str, target: str) -> t
 def check_mapping_values(kb: KB, op: str, values: Mapping[str, int | str], path: str) -> CheckReport:
     space = kb.mapping_space(op)
     assert space is not None
-    out: list[Violation] = []
-    env: dict[str, object] = {**kb.params, **values}
-    for k in space.knobs:  # integer knob ranges are constraints too
-        if not k.values:
-            lo, hi = ex.evaluate(k.lo, kb.params), ex.evaluate(k.hi, kb.params)  # type: ignore[arg-type]
-            if not lo <= values[k.name] <= hi:  # type: ignore[operator]
-                out.append(
-                    Violation(
-                        f"{op}.{k.name}.range",
-                        f"knob {k.name} must be in {lo}..{hi}",
-                        str(k.loc),
-                        0,
-                        0,
-                        op,
-                        {k.name: values[k.name]},
-                        path,
-                    )
-                )
-    for c in space.constraints:
-        f = ex.compile_python(c.expr, lambda n: n in env, lambda n: n.lower() in kb.symbols)
-        try:
-            ok = f({k: (v.lower() if isinstance(v, str) else v) for k, v in env.items()})
-        except ZeroDivisionError:
-            ok = False
-        if not ok:
-            names = dict.fromkeys(r.name for r in ex.refs(c.expr) if r.name in env)
-            out.append(Violation(c.id, c.message, str(c.loc), 0, 0, op, {n: env[n] for n in names}, path))
+    out = [Violation(v.rule, v.message, v.doc_loc, 0, 0, op, v.values, path) for v in mapping_violations(kb, op, values)]
+    by_py = {v.rule for v in out if not v.rule.endswith(".range")}  # ASP checks constraints, not knob domains
     by_asp = set(asp.check_mapping(kb, op, values))
-    by_py = {v.rule for v in out if not v.rule.endswith(".range")}
     if by_asp != by_py:
-        raise ZombossError(
-            f"internal inconsistency between the Python and ASP mapping checks: {sorted(by_asp ^ by_py)}"
-        )
+        raise ZombossError(f"internal inconsistency between the Python and ASP mapping checks: {sorted(by_asp ^ by_py)}")
     core = asp.mapping_core(kb, op, values) if by_asp else []
     return CheckReport("mapping", path, out, len(space.constraints) + len(space.knobs), core)
 

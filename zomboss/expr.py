@@ -15,7 +15,7 @@ from typing import Union
 
 from zomboss.errors import ZombossError
 
-Expr = Union["Int", "Ref", "Bin", "Un", "Call", "Cond", "InSet"]
+Expr = Union["Int", "Ref", "Sym", "Bin", "Un", "Call", "Cond", "InSet"]
 
 CMP_OPS = ("==", "!=", "<", "<=", ">", ">=")
 BOOL_OPS = ("and", "or", "->")
@@ -37,6 +37,13 @@ class Ref:
     @property
     def name(self) -> str:
         return ".".join(self.parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Sym:
+    """A quoted symbol, `"bias"`: never a name lookup (for knob values that clash with names)."""
+
+    name: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,6 +135,8 @@ def show(e: Expr) -> str:
         return str(e.value)
     if isinstance(e, Ref):
         return e.name
+    if isinstance(e, Sym):
+        return f'"{e.name}"'
     if isinstance(e, Bin):
         return f"({show(e.left)} {e.op} {show(e.right)})"
     if isinstance(e, Un):
@@ -195,6 +204,8 @@ def python_source(e: Expr, resolve: Callable[[Ref], str]) -> str:
         return repr(e.value)
     if isinstance(e, Ref):
         return resolve(e)
+    if isinstance(e, Sym):
+        return repr(e.name.lower())
     if isinstance(e, Bin):
         return _PY_BIN[e.op].format(python_source(e.left, resolve), python_source(e.right, resolve))
     if isinstance(e, Un):
@@ -285,6 +296,8 @@ def asp_terms(e: Expr, ctx: AspContext) -> list[Alt]:
     if isinstance(e, Ref):
         var, lits = ctx.ref(e)
         return [(var, tuple(lits))]
+    if isinstance(e, Sym):
+        return [(e.name.lower(), ())]
     if isinstance(e, Un) and e.op == "neg":
         return [(f"(-{t})", lits) for t, lits in asp_terms(e.arg, ctx)]
     if isinstance(e, Bin) and e.op in ARITH_OPS:

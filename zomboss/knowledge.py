@@ -381,6 +381,9 @@ def _digest(doc_text: str, overrides: Mapping[str, int]) -> str:
     return h.hexdigest()
 
 
+_LOADED: dict[str, KB] = {}  # in-process memo by cache file (content digest): a KB is immutable once built
+
+
 def load_kb(
     doc_path: str | os.PathLike[str], overrides: Mapping[str, int] | None = None, *, use_cache: bool = True
 ) -> KB:
@@ -395,11 +398,14 @@ def load_kb(
     overrides = dict(overrides or {})
     digest = _digest(text, overrides)
     cfile = cache_dir() / f"{path.stem}-{digest[:24]}.pickle"
+    if use_cache and str(cfile) in _LOADED and cfile.exists():
+        return _LOADED[str(cfile)]
     if use_cache and cfile.exists():
         try:
             kb = pickle.loads(cfile.read_bytes())
             if isinstance(kb, KB) and kb.digest == digest:
                 kb.from_cache = True
+                _LOADED[str(cfile)] = kb
                 return kb
         except Exception:  # noqa: BLE001 - a corrupt cache entry is rebuilt, never trusted
             pass

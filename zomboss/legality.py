@@ -349,3 +349,51 @@ def parse_program(kb, text: str, path: str) -> Program:
                 )
         out.append(instr)
     return Program(kb.target, tuple(out), {"source": path})
+
+
+def mapping_violations(kb, op: str, values: Mapping[str, int | str], params: Mapping[str, int] | None = None) -> list[Violation]:
+    """The doc's constraints (and integer knob ranges) that a mapping breaks, evaluated in
+    Python. `values` holds knob values and workload keys (symbolic knobs as their names);
+    `params` defaults to the KB's parameters (a target may evaluate other sizes)."""
+    space = kb.mapping_space(op)
+    if space is None:
+        raise ZombossError(f"{kb.target} has no mapping space for op {op!r}")
+    params = kb.params if params is None else params
+    env: dict[str, object] = {**params, **{k: (v.lower() if isinstance(v, str) else v) for k, v in values.items()}}
+    out: list[Violation] = []
+    for k in space.knobs:
+        if k.name not in values:
+            out.append(Violation(f"{op}.{k.name}.missing", f"the mapping gives no value for knob {k.name}", str(k.loc), 0, 0, op, {}))
+        elif k.values:
+            if str(values[k.name]).lower() not in {v.lower() for v in k.values}:
+                out.append(Violation(f"{op}.{k.name}.range", f"knob {k.name} must be one of {', '.join(k.values)}", str(k.loc), 0, 0, op, {k.name: values[k.name]}))
+        else:
+            lo, hi = ex.evaluate(k.lo, params), ex.evaluate(k.hi, params)
+            if not lo <= values[k.name] <= hi:  # type: ignore[operator]
+                out.append(Violation(f"{op}.{k.name}.range", f"knob {k.name} must be in {lo}..{hi}", str(k.loc), 0, 0, op, {k.name: values[k.name]}))
+    if any(v.rule.endswith(".missing") for v in out):
+        return out
+    for c in space.constraints:
+        f = ex.compile_python(c.expr, lambda n: n in env, lambda n: n.lower() in kb.symbols)
+        try:
+            ok = f(env)
+        except ZeroDivisionError:
+            ok = False
+        if not ok:
+            names = dict.fromkeys(r.name for r in ex.refs(c.expr) if r.name in env)
+            out.append(Violation(c.id, c.message, str(c.loc), 0, 0, op, {n: env[n] for n in names}))
+    return out
+
+
+def flat_mapping(knobs: Mapping[str, object], shape: Mapping[str, int]) -> dict[str, int | str]:
+    """A target's mapping record and workload shape as KB values: booleans become the
+    symbols false/true, strings stay symbols, integers stay integers."""
+    out: dict[str, int | str] = {k: int(v) for k, v in shape.items()}
+    for k, v in knobs.items():
+        if isinstance(v, bool):
+            out[k] = "true" if v else "false"
+        elif isinstance(v, int):
+            out[k] = v
+        else:
+            out[k] = str(v)
+    return out

@@ -351,44 +351,8 @@ _UNSUPPORTED_CONV = (
 )
 
 
-_CONV_SHAPE = (
-    "batch_size",
-    "in_row_dim",
-    "in_channels",
-    "out_channels",
-    "out_row_dim",
-    "pool_out_row_dim",
-    "out_col_dim",
-    "stride",
-    "padding",
-    "kernel_dim",
-    "pool_out_col_dim",
-    "pool_size",
-    "pool_stride",
-    "pool_padding",
-    "batches",
-    "porows",
-    "pocols",
-    "pochs",
-    "krows",
-    "kcols",
-    "kchs",
-    "lpad",
-    "rpad",
-    "upad",
-    "dpad",
-    "plpad",
-    "in_col_dim",
-    "orows",
-    "prpad",
-    "pupad",
-    "pdpad",
-    "kernel_dilation",
-    "in_stride",
-    "weight_stride",
-    "out_stride",
-    "ocols",
-)
+# the loop_conv_ws shape registers: every field of config words 1..4, in doc order
+_CONV_SHAPE = tuple(name for i in range(1, 5) for name in OPERANDS[f"loop_conv_ws_config{i}"])
 
 
 def expand_loop_conv_ws(cfg: GemminiConfig, fsm: LoopFsm, run: Instr, st_scale_bits: int = ONE_F32_BITS) -> Expansion:

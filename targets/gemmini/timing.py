@@ -100,13 +100,17 @@ class Timing:
         self.tlb: list[int] = []
         self.tlb_last = -1
         # per-row dependency tables [spad, acc]: completion of the latest write (load or
-        # execute) and of the latest read (execute or store) of every row. The accumulator
-        # shares one table for both: the array never reads it (WS bias and OS D come from the
-        # scratchpad), and stores are serialised, so a store also waiting on an older store's
-        # read of the same rows waits for nothing it would not wait for anyway.
+        # execute) and of the latest read (execute or store) of every row. In the accumulator,
+        # `w`/`r` share one table for load writes and store reads (the array never reads it: WS
+        # bias and OS D come from the scratchpad; stores are serialised anyway), and execute
+        # writes have their own table `acc_ex`: loads and stores wait for them, but a preload
+        # does not. The RS has no execute-execute dependency (§5.1: ex commands issue in order
+        # among themselves), and consecutive computes accumulating into the same rows is the
+        # normal case (the array's accumulator write pipeline orders them, §5.1 floor of 4 rows).
         sp, acc = cfg.sp_rows, [0.0] * cfg.acc_rows
         self.w = ([0.0] * sp, acc)
         self.r = ([0.0] * sp, acc)
+        self.acc_ex = [0.0] * cfg.acc_rows
         # statistics
         self.rd_packets = self.wr_packets = self.rd_bytes = self.wr_bytes = self.tlb_misses = 0
         self.pairs = self.overlapped = 0
@@ -380,7 +384,11 @@ class Timing:
         hi = row + (blocks - 1) * self.ld_bstride[sid] + rows
         ready = t if t > self.ld_free else self.ld_free
         v = max(self.w[m][row:hi])  # WAW on the destination (and WAR in the accumulator)
-        if not m:
+        if m:
+            r = max(self.acc_ex[row:hi])  # WAW/WAR on rows an older preload still writes
+            if r > v:
+                v = r
+        else:
             r = max(self.r[0][row:hi])  # WAR on scratchpad rows the array or a store still reads
             if r > v:
                 v = r
@@ -453,7 +461,7 @@ class Timing:
             cm = 1 if c & IS_ACC else 0
             c_lo = c & ROW_MASK
             c_hi = c_lo + (c_rows - 1) * self.c_stride + 1
-            v = max(w[cm][c_lo:c_hi])  # (in the accumulator this table holds the reads too)
+            v = max(w[cm][c_lo:c_hi])  # loads (WAW); in the accumulator also store reads (WAR)
             if v > p_ready:
                 p_ready = v
             if not cm:
@@ -473,15 +481,14 @@ class Timing:
             if v > ready:
                 ready = v
         plain_ws = self.ws and not self.a_t and not self.b_t
-        gap = self.p.ex_gap
         prev = self.prev_start
         ex_free = self.ex_free
         if prev >= 0 and p_ready <= prev and ready <= prev:
             # overlapped: this preload was fed into the array alongside the previous compute
             self.overlapped += 1
             window = self.prev_feed
-            if (b_bank >= 0 or not plain_ws) and window < dim + gap:  # real weights need all DIM rows
-                window = dim + gap
+            if (b_bank >= 0 or not plain_ws) and window < dim:  # real weights need all DIM rows
+                window = dim
             if b_bank >= 0 and b_bank == self.prev_a_bank:  # A and B rows from one bank: 2 cycles/row
                 window *= 2
             if prev + window > ex_free:
@@ -497,8 +504,8 @@ class Timing:
             p_start = ex_free if ex_free > p_ready else p_ready  # a standalone preload feeds DIM rows first
             self.ex_busy += dim
             b_read = p_start + dim
-            start = b_read + gap if b_read + gap > ready else ready
-        feed = ((a_rows if a_rows > 4 else 4) if plain_ws else dim) + gap
+            start = b_read if b_read > ready else ready
+        feed = (a_rows if a_rows > 4 else 4) if plain_ws else dim
         end = start + feed
         self.ex_busy += feed
         self.pairs += 1
@@ -515,7 +522,7 @@ class Timing:
         p_done = end
         if c != GARBAGE:
             p_done = end + self.p.array_latency
-            w[cm][c_lo:c_hi] = [p_done] * (c_hi - c_lo)
+            (self.acc_ex if cm else w[0])[c_lo:c_hi] = [p_done] * (c_hi - c_lo)
         if p_done > self.ex_drained:
             self.ex_drained = p_done
         heapq.heappush(heap, p_done)
@@ -554,6 +561,10 @@ class Timing:
         v = max(self.w[m][row:hi])  # RAW: loads and the array writing the source rows
         if v > ready:
             ready = v
+        if m:
+            v = max(self.acc_ex[row:hi])
+            if v > ready:
+                ready = v
         t0 = ready + (p.store_fixed_acc if m else p.store_fixed_spad)
         mp, beat, lat = p.max_packet, p.beat_bytes, p.wr_latency
         cyc_per_beat = beat / p.wr_bytes_per_cycle

@@ -24,6 +24,19 @@ from zomboss.program import Program
 MX_BLOCK = 8  # elements sharing one E8M0 scale byte (reference §1.4)
 
 
+_DOC_NAMES = {  # Geometry field -> doc parameter (plena.md §1)
+    "mlen": "mlen",
+    "vlen": "vlen",
+    "blen": "blen",
+    "hlen": "hlen",
+    "pf_m": "hbm_m_prefetch",
+    "pf_v": "hbm_v_prefetch",
+    "wb_v": "hbm_v_writeback",
+    "mram_tiles": "mram_tiles",
+    "fpsram": "fpsram_size",
+}
+
+
 @dataclass(frozen=True)
 class Geometry:
     """Hardware sizes a lowering depends on (reference §1.2; suite defaults of §5.2)."""
@@ -42,22 +55,15 @@ class Geometry:
     def tile(self) -> int:
         return self.mlen * self.mlen
 
+    def params(self) -> dict[str, int]:
+        """These sizes under the doc's parameter names (the inverse of `from_params`)."""
+        return {n: getattr(self, f) for f, n in _DOC_NAMES.items()}
+
     @classmethod
     def from_params(cls, params: Mapping[str, int]) -> Geometry:
         """The sizes out of KB params (the doc's lower-case names); other parameters are ignored."""
         p = {k.lower(): int(v) for k, v in params.items()}
-        names = {  # Geometry field -> doc parameter (plena.md §1)
-            "mlen": "mlen",
-            "vlen": "vlen",
-            "blen": "blen",
-            "hlen": "hlen",
-            "pf_m": "hbm_m_prefetch",
-            "pf_v": "hbm_v_prefetch",
-            "wb_v": "hbm_v_writeback",
-            "mram_tiles": "mram_tiles",
-            "fpsram": "fpsram_size",
-        }
-        kw = {f: p[n] for f, n in names.items() if n in p}
+        kw = {f: p[n] for f, n in _DOC_NAMES.items() if n in p}
         g = cls(**kw)
         if g.vlen != g.mlen:
             raise ZombossError(f"PLENA lowering needs vlen == mlen (got vlen={g.vlen}, mlen={g.mlen})")

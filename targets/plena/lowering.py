@@ -220,7 +220,7 @@ def lower_rmsnorm(m: RmsnormMapping, wl: Workload, geo: Geometry) -> Kernel:
             asm.v_mul_vf(g_act, g_act, 2)
             asm.addi(g_act, g_act, stride)
 
-    if m.rows == "serial":
+    if m.row_mode == "serial":
         for r in range(rows):
             base = x.base + geo.vlen * r
             asm.li(g_stats, base)

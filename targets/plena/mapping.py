@@ -17,9 +17,11 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar
 
 from zomboss.errors import ZombossError
+from zomboss.knowledge import load_kb
+from zomboss.legality import flat_mapping, mapping_violations
+from zomboss.target import doc_path
 from zomboss.workload import Workload
 
-from .default import FP_STATE
 from .layout import Geometry
 
 
@@ -78,7 +80,7 @@ class RmsnormMapping:
     """In-place RMSNorm without γ."""
 
     op: ClassVar[str] = "rmsnorm"
-    rows: str = knob(
+    row_mode: str = knob(
         "serial",
         "serial: stats then scaling per row, unrolled over rows (compiler); parallel: all rows' stats in one rolled loop, then one rolled scaling loop",
         ("serial", "parallel"),
@@ -251,7 +253,9 @@ def _coerce(op: str, f: Any, value: Any) -> Any:
 
 
 def validate(m: AnyMapping, wl: Workload, geo: Geometry | None = None) -> list[str]:
-    """Every reason `m` is illegal for `wl` on `geo` (empty when legal). Pure: no side effects."""
+    """Every reason `m` is illegal for `wl` on `geo` (empty when legal). Pure: no side effects.
+    The legality rules are the `mapping` constraints of plena.md §8 (one source of truth with
+    `zomboss kb check`); this only adds the knob-type checks of the dataclass."""
     geo = geo or Geometry()
     if m.op != wl.op:
         return [f"field 'op': mapping is for {m.op} but the workload is {wl.op}"]
@@ -262,9 +266,11 @@ def validate(m: AnyMapping, wl: Workload, geo: Geometry | None = None) -> list[s
             errs.append(f"{f.name}={v!r}: not one of {', '.join(f.metadata['choices'])}")
         elif isinstance(f.default, bool) and not isinstance(v, bool):
             errs.append(f"{f.name}={v!r}: expected a bool")
-    check = _CHECKS.get(m.op)
-    if check is not None and not errs:
-        errs += check(m, wl, geo)
+    if not errs:
+        kb = load_kb(doc_path("plena"))
+        knobs = {f.name: getattr(m, f.name) for f in fields(m)}
+        found = mapping_violations(kb, m.op, flat_mapping(knobs, wl.shape), {**kb.params, **geo.params()})
+        errs += [f"{v.rule}: {v.message} ({', '.join(f'{k}={x}' for k, x in v.values.items())})" for v in found]
     return errs
 
 
@@ -275,73 +281,4 @@ def check(m: AnyMapping, wl: Workload, geo: Geometry | None = None) -> None:
         raise MappingError(f"illegal {m.op} mapping for {wl.id}: " + "; ".join(errs))
 
 
-def _int_in(errs: list[str], name: str, v: Any, lo: int, hi: int, why: str) -> bool:
-    if isinstance(v, bool) or not isinstance(v, int):
-        errs.append(f"{name}={v!r}: expected an integer")
-        return False
-    if not lo <= v <= hi:
-        errs.append(f"{name}={v}: must be in {lo}..{hi} ({why})")
-        return False
-    return True
 
-
-def _check_linear(m: Any, wl: Workload, geo: Geometry) -> list[str]:
-    errs: list[str] = []
-    kt, nt = wl["K"] // geo.mlen, wl["N"] // geo.mlen
-    ok = _int_in(errs, "k_chunk", m.k_chunk, 1, geo.mram_tiles, f"{geo.mram_tiles} MRAM tiles")
-    ok &= _int_in(errs, "n_block", m.n_block, 1, nt, f"N/MLEN = {nt} column blocks")
-    mt = -(-wl["M"] // geo.mlen)
-    _int_in(errs, "m_block", m.m_block, 1, mt, f"ceil(M/MLEN) = {mt} row blocks")
-    resident = min(m.k_chunk, kt) * m.n_block if ok else 0
-    if resident > geo.mram_tiles:
-        errs.append(f"k_chunk*n_block: {resident} resident W tiles exceed the {geo.mram_tiles} MRAM tiles")
-    return errs
-
-
-def _check_rmsnorm(m: Any, wl: Workload, geo: Geometry) -> list[str]:
-    if m.rows == "parallel" and FP_STATE + wl["rows"] > geo.fpsram:
-        return [
-            f"rows=parallel: {wl['rows']} per-row factors do not fit FP SRAM from slot {FP_STATE} (size {geo.fpsram})"
-        ]
-    return []
-
-
-def _check_ffn(m: Any, wl: Workload, geo: Geometry) -> list[str]:
-    kt = wl["hidden"] // geo.mlen
-    if m.fused_up_gate and 2 * kt > geo.mram_tiles:
-        return [f"fused_up_gate=true: 2*hidden/MLEN={2 * kt} W_up+W_gate tiles exceed the {geo.mram_tiles} MRAM tiles"]
-    return []
-
-
-def _check_attention(m: Any, wl: Workload, geo: Geometry) -> list[str]:
-    errs: list[str] = []
-    dt, kvt = wl["d"] // geo.mlen, wl["skv"] // geo.mlen
-    if m.algorithm == "one_pass":
-        if kvt * dt > geo.mram_tiles:
-            errs.append(f"algorithm=one_pass: V needs skv/MLEN*d/MLEN={kvt * dt} MRAM tiles (> {geo.mram_tiles})")
-        if m.loop_order != "q_outer":
-            errs.append("loop_order=kv_outer: only the flash algorithm has K/V blocks to put outside")
-    if m.loop_order == "kv_outer":
-        need = FP_STATE + 2 * wl["sq"] + 2 * geo.mlen
-        if need > geo.fpsram:
-            errs.append(
-                f"loop_order=kv_outer: running stats for sq={wl['sq']} rows need {need} FP SRAM entries (> {geo.fpsram})"
-            )
-        if 2 * dt > geo.mram_tiles:
-            errs.append(f"loop_order=kv_outer: K and V blocks need {2 * dt} MRAM tiles (> {geo.mram_tiles})")
-    return errs
-
-
-def _check_rope(m: Any, wl: Workload, geo: Geometry) -> list[str]:
-    if m.rotate == "on_chip" and wl["head_dim"] % (2 * geo.vlen):
-        return [f"rotate=on_chip: head_dim={wl['head_dim']} must be a multiple of 2*VLEN={2 * geo.vlen}"]
-    return []
-
-
-_CHECKS = {
-    "linear": _check_linear,
-    "rmsnorm": _check_rmsnorm,
-    "ffn": _check_ffn,
-    "attention": _check_attention,
-    "rope": _check_rope,
-}

@@ -75,7 +75,16 @@ def test_validator_reports_capacity_with_values() -> None:
     wl = workload("mm512")
     m = MatmulMapping(tile_i=32, tile_j=32, tile_k=32, buffers_a=2, buffers_b=2)
     rules = {v.rule: v for v in mapping_violations(m, wl, CFG)}
-    assert rules["map.spad_fit"].values == {"rows": 65536, "sp_rows": 16384}
+    assert rules["map.spad_fit"].values == {
+        "loop": "sw",
+        "buffers_a": 2,
+        "tile_i": 32,
+        "tile_k": 32,
+        "buffers_b": 2,
+        "tile_j": 32,
+        "dim": 16,
+        "sp_rows": 16384,
+    }  # (2*32*32 + 2*32*32) * 16 = 65536 rows
     with pytest.raises(IllegalMapping, match="map.spad_fit"):
         check_mapping(m, wl, CFG)
 

@@ -18,34 +18,31 @@ def cycles(lines, cfg, **kw) -> int:
     return simulate(prog(*lines), cfg, None, functional=False, check=kw.pop("check", False), **kw).cycles
 
 
-def _blocks(n: int, *, new_weights: bool, config_between: bool = False) -> list[tuple]:
-    """n 16x16x16 WS blocks on resident operands, accumulating into one accumulator tile."""
+def _blocks(n: int, *, new_weights: bool, config_between: bool = False, c_tiles: int = 8) -> list[tuple]:
+    """n 16x16x16 WS blocks on resident operands, accumulating into c_tiles accumulator tiles."""
     out = [
         ("config_ex", 1, 0, 0, 0, 1, 1, 0, ONE, 0),
         ("preload", 0, acc_addr(0), 16, 16, 16, 16),
         ("compute_preloaded", 16, GARB, 16, 16, 16, 16),
     ]
     for i in range(n - 1):
+        c = acc_addr(16 * ((i + 1) % c_tiles), accumulate=True)
         if config_between:
             out.append(("config_ex", 1, 0, 0, 0, 1, 1, 0, ONE, 0))
         if new_weights or config_between:
             b_row = 4096 + 32 * (i % 4)  # B in another bank than A: no read conflict
-            out += [
-                ("preload", b_row, acc_addr(16 * (i % 8) + 16, accumulate=True), 16, 16, 16, 16),
-                ("compute_preloaded", 16, GARB, 16, 16, 16, 16),
-            ]
+            out += [("preload", b_row, c, 16, 16, 16, 16), ("compute_preloaded", 16, GARB, 16, 16, 16, 16)]
         else:
             out += [
-                ("preload", GARB, acc_addr(16 * (i % 8) + 16, accumulate=True), 16, 16, 16, 16),
+                ("preload", GARB, c, 16, 16, 16, 16),
                 ("compute_accumulated", 16 * (i % 8) + 256, GARB, 16, 16, 16, 16),
             ]
     return out
 
 
-def _per_block(cfg, gap: float = 0.0, **kw) -> float:
-    """Marginal cycles per block, CPU issue cost removed so the array is the bottleneck."""
-    fast = P.with_(cpu_issue=0.0, kernel_overhead=0.0, ex_gap=gap)
-    return (cycles(_blocks(201, **kw), cfg, preset=fast) - cycles(_blocks(101, **kw), cfg, preset=fast)) / 100
+def _per_block(cfg, **kw) -> float:
+    """Marginal cycles per block under the default preset itself (its CPU issue cost included)."""
+    return (cycles(_blocks(201, **kw), cfg) - cycles(_blocks(101, **kw), cfg)) / 100
 
 
 @pytest.mark.parametrize("new_weights", [False, True])
@@ -55,9 +52,12 @@ def test_anchor_full_rate_stream_is_one_block_per_dim_cycles(cfg, new_weights):
     assert _per_block(cfg, new_weights=new_weights) == pytest.approx(cfg.dim, abs=0.5)
 
 
-def test_fitted_execute_gap_adds_per_block(cfg):
-    per = _per_block(cfg, gap=P.ex_gap, new_weights=True)
-    assert per == pytest.approx(cfg.dim + P.ex_gap, abs=0.5)
+@pytest.mark.parametrize("c_tiles", [1, 2, 4])
+def test_accumulating_into_rows_still_in_the_array_does_not_wait(cfg, c_tiles):
+    """No execute-execute dependency in the RS (reference §5.1): consecutive preloads that
+    accumulate into the accumulator rows an in-flight compute still writes (Exo's 4-tile
+    rotation, or one tile over K) stream at full rate."""
+    assert _per_block(cfg, new_weights=True, c_tiles=c_tiles) == pytest.approx(cfg.dim, abs=0.5)
 
 
 def test_anchor_config_ex_between_blocks_costs_an_array_drain(cfg):
@@ -77,9 +77,8 @@ def test_anchor_block_mvins_beat_single_tile_mvins(cfg):
 def test_anchor_zero_fill_is_one_row_per_cycle(cfg):
     tiles = 64
     lines = [("mvin", 0, acc_addr(16 * (t % 32)), 16, 16) for t in range(tiles)] + [("fence",)]
-    fast = P.with_(cpu_issue=0.0, kernel_overhead=0.0)
-    short = cycles(lines[:32] + [("fence",)], cfg, preset=fast)
-    per_tile = (cycles(lines, cfg, preset=fast) - short) / (tiles - 32)
+    short = cycles(lines[:32] + [("fence",)], cfg)
+    per_tile = (cycles(lines, cfg) - short) / (tiles - 32)
     assert per_tile == pytest.approx(cfg.dim, abs=0.5)
 
 
@@ -148,7 +147,7 @@ def test_reservation_station_capacity_throttles_loads(cfg):
 
 
 def test_a_and_b_from_one_bank_take_two_cycles_per_row(cfg):
-    fast = P.with_(cpu_issue=0.0, kernel_overhead=0.0, ex_gap=0.0)
+    fast = P.with_(cpu_issue=0.0, kernel_overhead=0.0)
 
     def stream(b_base: int) -> list[tuple]:
         out: list[tuple] = [("config_ex", 1, 0, 0, 0, 1, 1, 0, ONE, 0)]

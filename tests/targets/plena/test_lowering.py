@@ -140,7 +140,7 @@ def test_ffn_fusion_and_rolled_loops() -> None:
 def test_rmsnorm_vector_first_reduces_once_per_row() -> None:
     c = _counts(RmsnormMapping(reduce="vector_first"), "rms_16x2048")
     assert c["V_RED_SUM"] == 16 and c["V_ADD_VV"] == 16 * 31
-    p = _counts(RmsnormMapping(rows="parallel"), "rms_16x2048")
+    p = _counts(RmsnormMapping(row_mode="parallel"), "rms_16x2048")
     assert p["V_MUL_VF"] == 16 * 32 and p["S_ST_FP"] == 16
 
 
