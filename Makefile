@@ -24,13 +24,13 @@ run: install
 
 lint: install
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check zomboss solvers tests/zomboss
+	$(BIN)/ruff format --check .
 
 typecheck: install
-	$(BIN)/mypy zomboss solvers
+	$(BIN)/mypy zomboss solvers targets
 
 unit: install
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2
 
 test: lint typecheck unit
 

@@ -358,5 +358,9 @@ class _Builder:
                 vals = tuple(str(v) for v in xc[1:] if isinstance(v, Token))
                 knobs.append(dm.Knob(str(xc[0]), None, None, vals, self._doc(xc), self.loc(x)))
             else:
-                cons.append(dm.Constraint(self._dotted(xc[0]), str(xc[1])[1:-1], ex.substitute(self.expr(xc[2]), lets), self.loc(x)))
+                cons.append(
+                    dm.Constraint(
+                        self._dotted(xc[0]), str(xc[1])[1:-1], ex.substitute(self.expr(xc[2]), lets), self.loc(x)
+                    )
+                )
         self.doc.mappings.append(dm.MappingSpace(str(c[0]), tuple(knobs), tuple(cons), self.loc(t)))

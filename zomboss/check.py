@@ -33,7 +33,11 @@ class CheckReport:
         return not self.violations
 
     def text(self) -> str:
-        note = f"; {self.python_only} with values beyond 32 bits checked by the Python predicates only" if self.python_only else ""
+        note = (
+            f"; {self.python_only} with values beyond 32 bits checked by the Python predicates only"
+            if self.python_only
+            else ""
+        )
         if self.legal:
             return f"{self.path}: legal ({self.checked} {'instructions' if self.kind == 'program' else 'constraints'} checked{note})"
         lines = [str(v) for v in self.violations]
@@ -125,11 +129,15 @@ def mapping_values(kb: KB, data: Mapping[str, Any], path: str, target: str) -> t
 def check_mapping_values(kb: KB, op: str, values: Mapping[str, int | str], path: str) -> CheckReport:
     space = kb.mapping_space(op)
     assert space is not None
-    out = [Violation(v.rule, v.message, v.doc_loc, 0, 0, op, v.values, path) for v in mapping_violations(kb, op, values)]
+    out = [
+        Violation(v.rule, v.message, v.doc_loc, 0, 0, op, v.values, path) for v in mapping_violations(kb, op, values)
+    ]
     by_py = {v.rule for v in out if not v.rule.endswith(".range")}  # ASP checks constraints, not knob domains
     by_asp = set(asp.check_mapping(kb, op, values))
     if by_asp != by_py:
-        raise ZombossError(f"internal inconsistency between the Python and ASP mapping checks: {sorted(by_asp ^ by_py)}")
+        raise ZombossError(
+            f"internal inconsistency between the Python and ASP mapping checks: {sorted(by_asp ^ by_py)}"
+        )
     core = asp.mapping_core(kb, op, values) if by_asp else []
     return CheckReport("mapping", path, out, len(space.constraints) + len(space.knobs), core)
 

@@ -299,7 +299,9 @@ def _layout(lay: dm.Layout, params: Mapping[str, int]) -> LayoutInfo:
         hi = _num(hi_e, params, lay.loc, f"layout {lay.name} field {name}")
         lo = _num(lo_e, params, lay.loc, f"layout {lay.name} field {name}")
         if not 0 <= lo <= hi < width:
-            raise DocError(f"{lay.loc}: layout {lay.name} field {name}: bits {hi}..{lo} must satisfy {width - 1} >= hi >= lo >= 0")
+            raise DocError(
+                f"{lay.loc}: layout {lay.name} field {name}: bits {hi}..{lo} must satisfy {width - 1} >= hi >= lo >= 0"
+            )
         bits[name] = (hi, lo)
     return LayoutInfo(lay.name, width, bits)
 

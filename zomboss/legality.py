@@ -351,7 +351,9 @@ def parse_program(kb, text: str, path: str) -> Program:
     return Program(kb.target, tuple(out), {"source": path})
 
 
-def mapping_violations(kb, op: str, values: Mapping[str, int | str], params: Mapping[str, int] | None = None) -> list[Violation]:
+def mapping_violations(
+    kb, op: str, values: Mapping[str, int | str], params: Mapping[str, int] | None = None
+) -> list[Violation]:
     """The doc's constraints (and integer knob ranges) that a mapping breaks, evaluated in
     Python. `values` holds knob values and workload keys (symbolic knobs as their names);
     `params` defaults to the KB's parameters (a target may evaluate other sizes)."""
@@ -363,14 +365,38 @@ def mapping_violations(kb, op: str, values: Mapping[str, int | str], params: Map
     out: list[Violation] = []
     for k in space.knobs:
         if k.name not in values:
-            out.append(Violation(f"{op}.{k.name}.missing", f"the mapping gives no value for knob {k.name}", str(k.loc), 0, 0, op, {}))
+            out.append(
+                Violation(
+                    f"{op}.{k.name}.missing", f"the mapping gives no value for knob {k.name}", str(k.loc), 0, 0, op, {}
+                )
+            )
         elif k.values:
             if str(values[k.name]).lower() not in {v.lower() for v in k.values}:
-                out.append(Violation(f"{op}.{k.name}.range", f"knob {k.name} must be one of {', '.join(k.values)}", str(k.loc), 0, 0, op, {k.name: values[k.name]}))
+                out.append(
+                    Violation(
+                        f"{op}.{k.name}.range",
+                        f"knob {k.name} must be one of {', '.join(k.values)}",
+                        str(k.loc),
+                        0,
+                        0,
+                        op,
+                        {k.name: values[k.name]},
+                    )
+                )
         else:
             lo, hi = ex.evaluate(k.lo, params), ex.evaluate(k.hi, params)
             if not lo <= values[k.name] <= hi:  # type: ignore[operator]
-                out.append(Violation(f"{op}.{k.name}.range", f"knob {k.name} must be in {lo}..{hi}", str(k.loc), 0, 0, op, {k.name: values[k.name]}))
+                out.append(
+                    Violation(
+                        f"{op}.{k.name}.range",
+                        f"knob {k.name} must be in {lo}..{hi}",
+                        str(k.loc),
+                        0,
+                        0,
+                        op,
+                        {k.name: values[k.name]},
+                    )
+                )
     if any(v.rule.endswith(".missing") for v in out):
         return out
     for c in space.constraints:

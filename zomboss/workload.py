@@ -25,7 +25,7 @@ class OpSchema:
         missing = [k for k in self.required if k not in kv]
         if missing:
             raise WorkloadError(f"{spec!r}: missing key {missing[0]!r} for {self.op}")
-        out = {**self.optional, **kv}
+        out = {k: kv[k] for k in self.required} | {k: kv.get(k, d) for k, d in self.optional.items()}
         for k, v in out.items():
             lo = 1 if k in self.positive or k in self.required else 0
             if v < lo:

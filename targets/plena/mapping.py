@@ -279,6 +279,3 @@ def check(m: AnyMapping, wl: Workload, geo: Geometry | None = None) -> None:
     errs = validate(m, wl, geo)
     if errs:
         raise MappingError(f"illegal {m.op} mapping for {wl.id}: " + "; ".join(errs))
-
-
-

@@ -52,7 +52,9 @@ def _check(name: str, kb: KB, program: Program) -> list[Violation]:
     found = ch.check(_events(name, kb, program))
     by_asp = asp.check_program(kb, asp.program_facts(kb, ch.events))
     blind = {p - 1 for p in asp.asp_blind(kb, ch.events)}
-    assert {(v.rule, v.index) for v in found if not v.rule.startswith("isa.") and v.index not in blind} == {(v.rule, v.pos - 1) for v in by_asp}
+    assert {(v.rule, v.index) for v in found if not v.rule.startswith("isa.") and v.index not in blind} == {
+        (v.rule, v.pos - 1) for v in by_asp
+    }
     return found
 
 
