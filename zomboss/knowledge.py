@@ -371,8 +371,10 @@ def cache_dir() -> Path:
     return cache_root() / "kb"
 
 
-def _digest(doc_text: str, overrides: Mapping[str, int]) -> str:
-    h = hashlib.sha256()
+def _digest(doc_text: str, overrides: Mapping[str, int], where: str) -> str:
+    """Content hash of everything a KB depends on, plus the doc's location (diagnostics carry
+    file:line, so two checkouts of the same doc keep their own entries)."""
+    h = hashlib.sha256(where.encode())
     h.update(f"format={CACHE_FORMAT}\n".encode())
     for name in _SOURCES:
         h.update(resources.files("zomboss").joinpath(name).read_bytes())
@@ -398,7 +400,7 @@ def load_kb(
     except UnicodeDecodeError as e:
         raise DocError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     overrides = dict(overrides or {})
-    digest = _digest(text, overrides)
+    digest = _digest(text, overrides, str(path.resolve()))
     cfile = cache_dir() / f"{path.stem}-{digest[:24]}.pickle"
     if use_cache and str(cfile) in _LOADED and cfile.exists():
         return _LOADED[str(cfile)]

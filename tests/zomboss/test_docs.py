@@ -14,6 +14,7 @@ import pytest
 
 from zomboss import asp
 from zomboss import expr as ex
+from zomboss.errors import IllegalProgram
 from zomboss.knowledge import KB, load_kb
 from zomboss.legality import Violation, parse_program
 from zomboss.program import Instr, Program
@@ -106,8 +107,17 @@ def _base_program(kb: KB, mnemonic: str) -> tuple[Program, int]:
     pytest.fail(f"no ok example uses {mnemonic}, so its operand rules cannot be exercised")
 
 
+def _render(kb: KB, program: Program) -> str:
+    """Program text with register operands written with their file's prefix (`gp3`)."""
+    lines = []
+    for ins in program.instrs:
+        kinds = {i: o.kind for i, o in enumerate(kb.instrs[ins.op].operands) if o.kind in kb.regfiles}
+        lines.append(ins.text(kinds))
+    return "\n".join(lines) + "\n"
+
+
 @pytest.mark.parametrize(("name", "rid"), list(_range_cases()))
-def test_operand_rules(name, rid):
+def test_operand_rules(name, rid, tmp_path):
     kb = _kb(name)
     rule = kb.rule_by_id[rid]
     mnemonic = rule.patterns[0]
@@ -133,6 +143,12 @@ def test_operand_rules(name, rid):
     for v in bad:
         found = [x for x in _check(name, kb, with_value(v)) if x.index == at]
         assert rid in {x.rule for x in found}, f"{operand}={v} did not raise {rid}"
+    if name != "toy":  # the target's simulator refuses the program too, naming the rule
+        path = tmp_path / "bad.txt"
+        path.write_text(_render(kb, with_value(bad[0])))
+        with pytest.raises(IllegalProgram) as refused:
+            get_target(name).simulate_file(path, {})
+        assert rid in {x.rule for x in refused.value.violations}
     for v in good:
         found = [x for x in _check(name, kb, with_value(v)) if x.index == at]
         assert rid not in {x.rule for x in found}, f"{operand}={v} raised {rid}"
