@@ -62,13 +62,14 @@ class _Plan:
     regs: list[tuple[int, str]]  # (operand index, env name of its value)
     uses: list[tuple[str, Fn | None, str, list[str]]]  # (state, index fn, alias, fields)
     lets: list[tuple[str, Fn]]
-    rules: list[tuple[dm.Rule, Fn, list[str]]]  # rule, predicate, names to report
+    rules: list[tuple[dm.Rule, list[str]]]  # rule, names to report when it fails
+    failing: Callable[[Mapping[str, Any], Mapping[str, Any]], list[int]]  # indexes of broken rules
     reads: list[tuple[str, Fn, Fn, Fn | None]]  # (memory, lo, hi, when)
     writes: list[tuple[str, Fn, Fn, Fn | None]]
     sets: list[tuple[str, Fn | None, str, Fn]]
 
 
-def _compile(kb, e: ex.Expr, own: set[str]) -> Fn:
+def _resolver(kb, own: set[str]) -> Callable[[ex.Ref], str]:
     params = kb.params
 
     def resolve(r: ex.Ref) -> str:
@@ -83,9 +84,36 @@ def _compile(kb, e: ex.Expr, own: set[str]) -> Fn:
             return repr(n.lower())
         raise ex.ExprError(f"unknown name {n!r}")
 
-    src = ex.python_source(e, resolve)
-    glb = {f"_f_{k}": v for k, v in ex._PY_FUNCS.items()}
-    return eval(compile(f"lambda env, prev: {src}", "<rule>", "eval"), glb)  # noqa: S307 - our own doc AST
+    return resolve
+
+
+_GLOBALS = {f"_f_{k}": v for k, v in ex._PY_FUNCS.items()}
+
+
+def _compile(kb, e: ex.Expr, own: set[str]) -> Fn:
+    src = ex.python_source(e, _resolver(kb, own))
+    return eval(compile(f"lambda env, prev: {src}", "<rule>", "eval"), _GLOBALS)  # noqa: S307 - our own doc AST
+
+
+def _compile_failing(kb, rules: list[dm.Rule], own: set[str]) -> Callable[[Mapping[str, Any], Mapping[str, Any]], list[int]]:
+    """One function evaluating all of a mnemonic's rules (the hot path of every simulator):
+    returns the indexes of the rules that do not hold. A missing value (no previous
+    instruction in the unit) or a division by zero counts as not holding."""
+    resolve = _resolver(kb, own)
+    lines = ["def failing(env, prev):", "    out = []"]
+    for i, r in enumerate(rules):
+        src = ex.python_source(r.expr, resolve)
+        lines += [
+            "    try:",
+            f"        if not ({src}):",
+            f"            out.append({i})",
+            "    except (KeyError, ZeroDivisionError):",
+            f"        out.append({i})",
+        ]
+    lines.append("    return out")
+    ns: dict[str, Any] = dict(_GLOBALS)
+    exec(compile("\n".join(lines), "<rules>", "exec"), ns)  # noqa: S102 - generated from our own doc AST
+    return ns["failing"]
 
 
 class Checker:
@@ -125,7 +153,7 @@ class Checker:
                             if x.name != "op" and (x.name in own or x.name.startswith("prev.") or x.name in kb.params)
                         )
                     )
-                    rules.append((r, _compile(kb, r.expr, own), names))
+                    rules.append((r, names))
             acc = [
                 (
                     a.memory,
@@ -153,7 +181,8 @@ class Checker:
                 )
                 for s in ins.sets
             ]
-            self._plans[ins.name] = _Plan(ins, decoders, regs, uses, lets, rules, acc, wacc, sets)
+            failing = _compile_failing(kb, [r for r, _ in rules], own)
+            self._plans[ins.name] = _Plan(ins, decoders, regs, uses, lets, rules, failing, acc, wacc, sets)
         self._hazards_by_reader: dict[str, list[dm.Hazard]] = {}
         self._hazards_by_writer: dict[str, list[dm.Hazard]] = {}
         self._hazards_by_fence: dict[str, list[dm.Hazard]] = {}
@@ -245,23 +274,17 @@ class Checker:
                 )
             )
             return self._finish(instr, out, None, env)
-        for rule, fn, names in plan.rules:
-            try:
-                ok = fn(env, prev)
-            except KeyError:
-                ok = False
-            except ZeroDivisionError:
-                ok = False
-            if not ok:
-                vals = {}
-                for n in names:
-                    if n in env:
-                        vals[n] = env[n]
-                    elif n.startswith("prev."):
-                        vals[n] = prev.get(n[5:], "none")
-                    elif n in self.kb.params:
-                        vals[n] = self.kb.params[n]
-                out.append(self._v(rule.id, rule.message, ins.name, vals, str(rule.loc), instr.line))
+        for idx in plan.failing(env, prev):
+            rule, names = plan.rules[idx]
+            vals = {}
+            for n in names:
+                if n in env:
+                    vals[n] = env[n]
+                elif n.startswith("prev."):
+                    vals[n] = prev.get(n[5:], "none")
+                elif n in self.kb.params:
+                    vals[n] = self.kb.params[n]
+            out.append(self._v(rule.id, rule.message, ins.name, vals, str(rule.loc), instr.line))
         for h in self._hazards_by_reader.get(ins.name, ()):
             for mem, lo, hi, when in plan.reads:
                 if mem != h.read_mem or (when and not when(env, prev)):
