@@ -103,12 +103,18 @@ def hazard_asp(h: dm.Hazard) -> str:
 
 def constraint_asp(kb, ms: dm.MappingSpace, c: dm.Constraint) -> list[str]:
     symbolic = {k.name for k in ms.knobs if k.values}
+    numeric = {k.name for k in ms.knobs if not k.values} | {
+        k for w in kb.doc.workloads if w.op == ms.op for k in w.keys
+    }
 
     def bind(r: ex.Ref, var: str) -> list[str]:
+        # knobs and workload keys before symbols: a key may share a knob value's name (bias)
         if r.name in kb.params:
             return [f"param({r.name},{var})"]
         if r.name in symbolic:
             return [f"msym({F.term(r.name)},{var})"]
+        if r.name in numeric:
+            return [f"mval({F.term(r.name)},{var})"]
         if len(r.parts) == 1 and r.name.lower() in kb.symbols:
             return []
         return [f"mval({F.term(r.name)},{var})"]

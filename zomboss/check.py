@@ -92,6 +92,8 @@ def mapping_values(kb: KB, data: Mapping[str, Any], path: str, target: str) -> t
     if not isinstance(data, Mapping) or "mapping" not in data:
         raise WorkloadError(f"{path}: expected a JSON object with 'workload' and 'mapping'")
     mapping = data["mapping"]
+    if isinstance(mapping, Mapping) and isinstance(mapping.get("knobs"), Mapping):  # {"op": .., "knobs": {..}}
+        mapping = {"op": mapping.get("op"), **mapping["knobs"]}
     if not isinstance(mapping, Mapping):
         raise WorkloadError(f"{path}: 'mapping' must be an object of knob values")
     if "workload" in data and target in TARGET_NAMES:
@@ -104,6 +106,10 @@ def mapping_values(kb: KB, data: Mapping[str, Any], path: str, target: str) -> t
     space = kb.mapping_space(op)
     if space is None:
         raise WorkloadError(f"{path}: {kb.target} has no mapping space for op {op!r}")
+    if "op" in mapping:  # the JSON a target's mapping prints names its op
+        if mapping["op"] not in (None, op):
+            raise WorkloadError(f"{path}: the mapping is for {mapping['op']!r} but the workload is {op!r}")
+        mapping = {k: v for k, v in mapping.items() if k != "op"}
     decl = next(w for w in kb.doc.workloads if w.op == op)
     values: dict[str, int | str] = {k: int(v) for k, v in shape.items() if k in decl.keys}
     knobs = {k.name: k for k in space.knobs}

@@ -30,11 +30,10 @@ class Violation:
     source: str = ""  # program file
 
     def __str__(self) -> str:
-        where = (
-            f"{self.source}:{self.line}"
-            if self.source
-            else (f"line {self.line}" if self.line else f"instruction #{self.index}")
-        )
+        if self.source:
+            where = f"{self.source}:{self.line}" if self.line else self.source
+        else:
+            where = f"line {self.line}" if self.line else f"instruction #{self.index}"
         vals = ", ".join(f"{k}={v}" for k, v in self.values.items())
         return f"{where}: {self.op}: {self.rule} ({self.doc_loc}): {self.message}" + (f" [{vals}]" if vals else "")
 
@@ -95,7 +94,9 @@ def _compile(kb, e: ex.Expr, own: set[str]) -> Fn:
     return eval(compile(f"lambda env, prev: {src}", "<rule>", "eval"), _GLOBALS)  # noqa: S307 - our own doc AST
 
 
-def _compile_failing(kb, rules: list[dm.Rule], own: set[str]) -> Callable[[Mapping[str, Any], Mapping[str, Any]], list[int]]:
+def _compile_failing(
+    kb, rules: list[dm.Rule], own: set[str]
+) -> Callable[[Mapping[str, Any], Mapping[str, Any]], list[int]]:
     """One function evaluating all of a mnemonic's rules (the hot path of every simulator):
     returns the indexes of the rules that do not hold. A missing value (no previous
     instruction in the unit) or a division by zero counts as not holding."""

@@ -56,3 +56,38 @@ def test_bad_inputs_are_one_line_errors(tmp_path, capsys):
     m.write_text('{"op": "matmul", "shape": {"M": 16, "N": 16, "K": 16}, "mapping": {"tile_i": 1, "tile_q": 1}}')
     assert main(["kb", "check", TOY, str(m)]) == 2
     assert "unknown knob 'tile_q'" in capsys.readouterr().err
+
+
+def test_kb_check_mapping_files_of_both_targets(tmp_path, capsys):
+    """Mappings as the targets print them (Gemmini: flat with "op"; PLENA: {"op", "knobs"})."""
+    from zomboss.targets.gemmini import TARGET as GEMMINI
+    from zomboss.targets.gemmini.mapping import library_default
+    from zomboss.targets.plena import TARGET as PLENA
+    from zomboss.targets.plena.mapping import library_default as plena_default
+    from zomboss.targets.plena.mapping import to_json
+
+    m = library_default(GEMMINI.workload("mm256")).to_json()
+    good = tmp_path / "g.json"
+    good.write_text(json.dumps({"workload": "mm256", "mapping": m}))
+    assert main(["kb", "check", "gemmini", str(good)]) == 0
+    assert "legal" in capsys.readouterr().out
+    bad = tmp_path / "b.json"
+    bad.write_text(json.dumps({"workload": "mm256", "mapping": {**m, "tile_k": 64, "tile_i": 8}}))
+    assert main(["kb", "check", "gemmini", str(bad), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert {v["rule"] for v in out["violations"]} == {"map.tile_k_range", "map.hw_spad_fit", "map.hw_acc_fit"}
+    assert out["core"]
+
+    p = to_json(plena_default(PLENA.workload("attn_1kc")))
+    pj = tmp_path / "p.json"
+    pj.write_text(
+        json.dumps({"workload": "attn_1kc", "mapping": {**p, "knobs": {**p["knobs"], "loop_order": "kv_outer"}}})
+    )
+    assert main(["kb", "check", "plena", str(pj), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert [v["rule"] for v in out["violations"]] == ["att.kv_outer_state"]
+    assert out["violations"][0]["values"]["sq"] == 1024
+    wrong = tmp_path / "w.json"
+    wrong.write_text(json.dumps({"workload": "mm256", "mapping": {**m, "op": "conv"}}))
+    assert main(["kb", "check", "gemmini", str(wrong)]) == 2
+    assert "the mapping is for 'conv'" in capsys.readouterr().err
