@@ -7,6 +7,7 @@ mnemonic M yields `violation(Id,P) :- instr(P,M), <bindings>, <a disjunct of not
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -328,17 +329,39 @@ def asp_blind(kb, events: Iterable[tuple[int, str, Mapping[str, int], int | None
     return blind
 
 
+def _needed(kb) -> dict[str, set[str]]:
+    """Per mnemonic: the values any rule can read (its own rules and accesses, plus what the
+    next instruction of its unit reads through `prev.`); other values get no fact."""
+    cached = getattr(kb, "_asp_needed", None)
+    if cached is not None:
+        return cached
+    refs = _referenced(kb)
+    by_unit: dict[str, set[str]] = {}
+    for m, ins in kb.instrs.items():
+        by_unit.setdefault(ins.unit, set()).update(refs[m][1])
+    out = {m: refs[m][0] | by_unit.get(ins.unit, set()) for m, ins in kb.instrs.items()}
+    kb._asp_needed = out
+    return out
+
+
 def program_facts(kb, events: Iterable[tuple[int, str, Mapping[str, int], int | None, Mapping[str, int]]]) -> str:
     """Facts for a dynamic instruction stream: (pos, mnemonic, values, prev pos, epochs).
-    Values beyond clingo's integers get no fact (see asp_blind)."""
-    out: list[F.Fact] = []
+
+    Only values some rule reads are rendered (a 70k-instruction Gemmini stream would otherwise
+    be ~50 MB of facts), and values beyond clingo's integers get no fact (see asp_blind). This is
+    the hot path of `kb check`, so it renders with the fact records' term syntax directly."""
+    needed = _needed(kb)
+    sym = functools.cache(lambda x: F.term(F.Sym(x)))
+    text = functools.cache(lambda x: F.term(F.Text(x)))
+    lines: list[str] = []
     for pos, op, vals, prev, epochs in events:
-        out.append(F.InstrFact(pos, F.Sym(op)))
-        out += [F.ValFact(pos, F.Text(k), int(v)) for k, v in vals.items() if _fits(v)]
+        lines.append(f"instr({pos},{sym(op)}).")
+        want = needed.get(op, ())
+        lines += [f"val({pos},{text(k)},{int(v)})." for k, v in vals.items() if k in want and _fits(v)]
         if prev is not None:
-            out.append(F.PrevFact(pos, prev))
-        out += [F.EpochFact(pos, F.Sym(f), n) for f, n in epochs.items()]
-    return F.render(out) + "\n"
+            lines.append(f"prev({pos},{prev}).")
+        lines += [f"epoch({pos},{sym(f)},{n})." for f, n in epochs.items()]
+    return "\n".join(lines) + "\n"
 
 
 def check_program(kb, facts: str) -> list[AspViolation]:

@@ -96,7 +96,7 @@ def cmd_kb_query(args: argparse.Namespace) -> int:
 def cmd_kb_check(args: argparse.Namespace) -> int:
     from zomboss.check import check_file
 
-    report = check_file(args.target, Path(args.file), _param_overrides(args.param))
+    report = check_file(args.target, Path(args.file), _param_overrides(args.param), args.asp_limit)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:
@@ -255,6 +255,13 @@ def build_parser() -> argparse.ArgumentParser:
     c = kbs.add_parser("check", parents=[common], help="check a mapping (.json) or a program; exit 1 if illegal")
     c.add_argument("target")
     c.add_argument("file")
+    c.add_argument(
+        "--asp-limit",
+        type=int,
+        default=20_000,
+        metavar="N",
+        help="clingo cross-checks the first N executed instructions (0: all)",
+    )
     c.set_defaults(fn=cmd_kb_check)
 
     w = sub.add_parser("workloads", parents=[common], help="list the suite instances")
