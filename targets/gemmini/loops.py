@@ -182,72 +182,57 @@ def _loop_ws(
                 out.append(("mvin3", args, GEN_LD, -1, R_D))
 
     # A and B loads in RTL generator order; a_cover[i][k] / b_cover[k][j]: the mvin holding the tile.
+    def block_loads(
+        n_rows: int, n_cols: int, row_pad: int, col_pad: int, stride: int, start: int, k_is_col: bool
+    ) -> tuple[list[tuple[int, ...]], dict[tuple[int, int], int]]:
+        """Loads of a matrix stored as n_rows x n_cols DIM tiles (DRAM layout), up to max_block_len
+        tiles along a row per mvin, with the reduction (k) dimension as the outer loop, as the
+        RTL loaders walk it; also which load holds each stored tile (row, col)."""
+        loads: list[tuple[int, ...]] = []
+        cover: dict[tuple[int, int], int] = {}
+        mb = min(n_cols, mbl)
+
+        def emit(r: int, c: int) -> None:
+            blocks = min(mb, n_cols - c)
+            for cc in range(c, c + blocks):
+                cover[r, cc] = len(loads)
+            loads.append(
+                (
+                    (r * stride + c) * dim,
+                    start + (r * n_cols + c) * dim,
+                    cols_of(c, blocks, n_cols, col_pad),
+                    rows_of(r, n_rows, row_pad),
+                )
+            )
+
+        if k_is_col:
+            for c in range(0, n_cols, mb):
+                for r in range(n_rows):
+                    emit(r, c)
+        else:
+            for r in range(n_rows):
+                for c in range(0, n_cols, mb):
+                    emit(r, c)
+        return loads, cover
+
     a_loads: list[tuple[int, ...]] = []
     a_cover = [[0] * K for _ in range(I)]
     if has_a:
-        if not a_t:
-            mb = min(K, mbl)
-            for k in range(0, K, mb):
-                blocks = min(mb, K - k)
-                for i in range(I):
-                    for kk in range(k, k + blocks):
-                        a_cover[i][kk] = len(a_loads)
-                    a_loads.append(
-                        (
-                            (i * sa + k) * dim,
-                            a_start + (i * K + k) * dim,
-                            cols_of(k, blocks, K, pad_k),
-                            rows_of(i, I, pad_i),
-                        )
-                    )
-        else:
-            mb = min(I, mbl)
-            for k in range(K):
-                for i in range(0, I, mb):
-                    blocks = min(mb, I - i)
-                    for ii in range(i, i + blocks):
-                        a_cover[ii][k] = len(a_loads)
-                    a_loads.append(
-                        (
-                            (k * sa + i) * dim,
-                            a_start + (k * I + i) * dim,
-                            cols_of(i, blocks, I, pad_i),
-                            rows_of(k, K, pad_k),
-                        )
-                    )
+        if not a_t:  # stored I x K
+            a_loads, cov = block_loads(I, K, pad_i, pad_k, sa, a_start, k_is_col=True)
+            a_cover = [[cov[i, k] for k in range(K)] for i in range(I)]
+        else:  # stored K x I
+            a_loads, cov = block_loads(K, I, pad_k, pad_i, sa, a_start, k_is_col=False)
+            a_cover = [[cov[k, i] for k in range(K)] for i in range(I)]
     b_loads: list[tuple[int, ...]] = []
     b_cover = [[0] * J for _ in range(K)]
     if has_b:
-        if not b_t:
-            mb = min(J, mbl)
-            for k in range(K):
-                for j in range(0, J, mb):
-                    blocks = min(mb, J - j)
-                    for jj in range(j, j + blocks):
-                        b_cover[k][jj] = len(b_loads)
-                    b_loads.append(
-                        (
-                            (k * sb + j) * dim,
-                            b_start + (k * J + j) * dim,
-                            cols_of(j, blocks, J, pad_j),
-                            rows_of(k, K, pad_k),
-                        )
-                    )
-        else:
-            mb = min(K, mbl)
-            for k in range(0, K, mb):
-                blocks = min(mb, K - k)
-                for j in range(J):
-                    for kk in range(k, k + blocks):
-                        b_cover[kk][j] = len(b_loads)
-                    b_loads.append(
-                        (
-                            (j * sb + k) * dim,
-                            b_start + (j * K + k) * dim,
-                            cols_of(k, blocks, K, pad_k),
-                            rows_of(j, J, pad_j),
-                        )
-                    )
+        if not b_t:  # stored K x J
+            b_loads, cov = block_loads(K, J, pad_k, pad_j, sb, b_start, k_is_col=False)
+            b_cover = [[cov[k, j] for j in range(J)] for k in range(K)]
+        else:  # stored J x K
+            b_loads, cov = block_loads(J, K, pad_j, pad_k, sb, b_start, k_is_col=True)
+            b_cover = [[cov[j, k] for j in range(J)] for k in range(K)]
 
     # Execute k/j/i, pulling in the loads each block needs first (A before B, generator order).
     a_pos: list[int] = []
