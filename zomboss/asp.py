@@ -45,6 +45,11 @@ def _instr_binder(kb, pos: str = "P"):
     return bind
 
 
+def _instr_context(kb) -> ex.AspContext:
+    """Fresh variables and bindings for one family of rules about an instruction."""
+    return ex.AspContext(_instr_binder(kb), lambda n: n.lower() in kb.symbols)
+
+
 def _dedupe(lits: Iterable[str]) -> list[str]:
     out: list[str] = []
     for lit in lits:
@@ -62,14 +67,14 @@ def rule_asp(kb, rule: dm.Rule) -> list[str]:
     rid = F.term(F.Text(rule.id))
     out = []
     if not rule.patterns:
-        ctx = ex.AspContext(_instr_binder(kb), lambda n: n.lower() in kb.symbols)
+        ctx = _instr_context(kb)
         for conj in ex.asp_dnf(rule.expr, ctx, negate=True):
             out.append(f"violation({rid},0) :- {', '.join(_dedupe(conj)) or '#false'}.")
         return out
     for m in kb.applies[rule.id]:
         ins = kb.instrs[m]
         e = _lets_inlined(ins, rule.expr)
-        ctx = ex.AspContext(_instr_binder(kb), lambda n: n.lower() in kb.symbols)
+        ctx = _instr_context(kb)
         head = f"violation({rid},P) :- instr(P,{F.term(F.Sym(m))})"
         for conj in ex.asp_dnf(e, ctx, negate=True):
             out.append(f"{head}, {', '.join(_dedupe(conj))}." if conj else f"{head}.")
@@ -79,7 +84,7 @@ def rule_asp(kb, rule: dm.Rule) -> list[str]:
 
 
 def access_asp(kb, ins: dm.Instr, acc: dm.Access, kind: str) -> list[str]:
-    ctx = ex.AspContext(_instr_binder(kb), lambda n: n.lower() in kb.symbols)
+    ctx = _instr_context(kb)
     lo_alts = ex.asp_terms(_lets_inlined(ins, acc.lo), ctx)
     hi_alts = ex.asp_terms(_lets_inlined(ins, acc.hi), ctx)
     whens = ex.asp_dnf(_lets_inlined(ins, acc.when), ctx, negate=False) if acc.when is not None else [()]

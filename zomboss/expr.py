@@ -198,6 +198,10 @@ _PY_BIN = {
 }
 
 
+# the names `python_source` emits for function calls; generated code evaluates in these globals
+PY_GLOBALS: dict[str, Callable[..., object]] = {f"_f_{k}": v for k, v in _PY_FUNCS.items()}
+
+
 def python_source(e: Expr, resolve: Callable[[Ref], str]) -> str:
     """Python source for `e`; `resolve` turns a name into source (an env lookup or a literal)."""
     if isinstance(e, Int):
@@ -234,8 +238,7 @@ def compile_python(
         raise ExprError(f"unknown name {r.name!r}")
 
     src = python_source(e, resolve)
-    glb = {f"_f_{k}": v for k, v in _PY_FUNCS.items()}
-    return eval(compile(f"lambda env: {src}", "<archdoc>", "eval"), glb)  # noqa: S307 - our own doc AST
+    return eval(compile(f"lambda env: {src}", "<archdoc>", "eval"), dict(PY_GLOBALS))  # noqa: S307 - our own doc AST
 
 
 def evaluate(e: Expr, env: Mapping[str, object]) -> object:

@@ -224,6 +224,7 @@ def _validate(kb: KB) -> None:
                 if r.name not in scope and not (len(r.parts) == 1 and r.name.lower() in kb.symbols):
                     raise DocError(f"{ins.loc}: {ins.name} uses unknown name {r.name!r}")
     rule_ids: dict[str, dm.Loc] = {}
+    prev_scopes: dict[str, set[str]] = {}  # unit -> names `prev.` may read there (computed once per unit)
     for rule in kb.rules:
         if rule.id in rule_ids and rule_ids[rule.id] != rule.loc:
             raise DocError(f"{rule.loc}: rule id {rule.id!r} used twice (first at {rule_ids[rule.id]})")
@@ -238,7 +239,9 @@ def _validate(kb: KB) -> None:
         kb.applies[rule.id] = targets
         for m in targets:
             ins = kb.instrs[m]
-            unit_scope = _prev_scope(kb, ins.unit)
+            if ins.unit not in prev_scopes:
+                prev_scopes[ins.unit] = _prev_scope(kb, ins.unit)
+            unit_scope = prev_scopes[ins.unit]
             scope = scope_names(kb, ins) | set(kb.params)
             for r in ex.refs(rule.expr):
                 if r.name in scope or r.name in unit_scope:

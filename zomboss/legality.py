@@ -86,12 +86,9 @@ def _resolver(kb, own: set[str]) -> Callable[[ex.Ref], str]:
     return resolve
 
 
-_GLOBALS = {f"_f_{k}": v for k, v in ex._PY_FUNCS.items()}
-
-
 def _compile(kb, e: ex.Expr, own: set[str]) -> Fn:
     src = ex.python_source(e, _resolver(kb, own))
-    return eval(compile(f"lambda env, prev: {src}", "<rule>", "eval"), _GLOBALS)  # noqa: S307 - our own doc AST
+    return eval(compile(f"lambda env, prev: {src}", "<rule>", "eval"), ex.PY_GLOBALS)  # noqa: S307 - our own doc AST
 
 
 def _compile_failing(
@@ -112,7 +109,7 @@ def _compile_failing(
             f"        out.append({i})",
         ]
     lines.append("    return out")
-    ns: dict[str, Any] = dict(_GLOBALS)
+    ns: dict[str, Any] = dict(ex.PY_GLOBALS)
     exec(compile("\n".join(lines), "<rules>", "exec"), ns)  # noqa: S102 - generated from our own doc AST
     return ns["failing"]
 
