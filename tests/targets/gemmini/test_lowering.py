@@ -212,12 +212,12 @@ def test_exo_style_mm512_is_verified(mm512_runs: tuple) -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="timing model after the ex-ex wait and ex_gap were removed (firesim-f1-llc refit, 8 B/cycle, "
-    "80-cycle reads): the library runs mm512 in 542k cycles and the Exo schedule in 592k. The array runs at "
-    "full rate; the Exo stream issues each block mvin just before the pairs that use it, and the 16-entry ex "
-    "queue lets the CPU run only a few pairs ahead, so its first pass over each B block (1 KB per 64 array "
-    "cycles) waits on the 8 B/cycle memory (~36k cycles) and its A loads on the latency (~29k), while "
-    "loop_ws prefetches a whole loop ahead. Remove this mark when the model or the lowering changes.",
+    reason="firesim-f1-llc (70-cycle reads, 8 B/cycle): the library runs mm512 in 541k cycles, 97 % of the "
+    "array bound, and the Exo schedule in 589k. The array runs at full rate; in the first pass over each "
+    "(A, B) block the Exo stream issues each 1 KB block mvin just before the four pairs (64 array cycles) "
+    "that use it, and the 16-entry ex queue lets the CPU run only ~8 pairs ahead, so that pass waits on the "
+    "8 B/cycle memory (~16k cycles per B block, 4 blocks), while loop_ws prefetches a whole loop ahead. "
+    "Remove this mark when the model or the lowering changes.",
 )
 def test_exo_style_mm512_beats_the_library_in_the_cycle_model(mm512_runs: tuple) -> None:
     """Reference §8.2: expert (Exo) code runs ~4x faster than the library on the GEMM set."""

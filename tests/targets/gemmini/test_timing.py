@@ -67,11 +67,21 @@ def test_anchor_config_ex_between_blocks_costs_an_array_drain(cfg):
 
 
 def test_anchor_block_mvins_beat_single_tile_mvins(cfg):
+    """Anchor (d): 16-byte rows are latency-bound (max_rd_inflight requests per round trip),
+    64-byte block rows reach the channel bandwidth."""
     ld = [("config_ld", 0, 1024, 0, 16, 1, ONE)]
     tiles = 64
     single = ld + [("mvin", 0x10000 + 16 * t, 16 * t, 16, 16) for t in range(tiles)] + [("fence",)]
     block = ld + [("mvin", 0x10000 + 64 * t, 64 * t, 64, 16) for t in range(tiles // 4)] + [("fence",)]
-    assert cycles(block, cfg) < 0.6 * cycles(single, cfg)
+    nbytes = tiles * 16 * 16
+
+    def rate(lines: list[tuple]) -> float:
+        return nbytes / (cycles(lines, cfg) - P.kernel_overhead)
+
+    latency_bound = P.max_rd_inflight * 16 / (P.rd_latency + 1)
+    assert rate(single) == pytest.approx(latency_bound, rel=0.15)
+    assert rate(block) == pytest.approx(min(P.rd_bytes_per_cycle, 4 * latency_bound), rel=0.15)
+    assert rate(block) > 1.5 * rate(single)
 
 
 def test_anchor_zero_fill_is_one_row_per_cycle(cfg):
