@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from zomboss.targets.gemmini.config import GemminiConfig
+from zomboss.targets.gemmini.default import matmul_program
 from zomboss.targets.gemmini.isa import acc_addr
 from zomboss.targets.gemmini.presets import DEFAULT_PRESET, PRESETS, UnknownPreset, get_preset
 from zomboss.targets.gemmini.simulator import simulate
@@ -193,3 +194,16 @@ def test_presets_are_named_and_documented():
     assert "NOT FITTED" in PRESETS["dram"].doc
     with pytest.raises(UnknownPreset, match="unknown Gemmini timing preset 'nope'"):
         get_preset("nope")
+
+
+@pytest.mark.parametrize("shape", [(128, 64, 128), (100, 200, 300)])
+def test_kernel_overhead_shifts_a_kernel_exactly(cfg, shape):
+    """The fitting script solves the per-kernel overhead in closed form because it only shifts
+    every event of a kernel (all engines start idle at time 0); loop_ws kernels included."""
+    program = matmul_program(*shape, cfg)
+
+    def run(overhead: float) -> int:
+        preset = P.with_(kernel_overhead=overhead)
+        return simulate(program, cfg, None, functional=False, check=False, preset=preset).cycles
+
+    assert run(1234.0) - run(0.0) == 1234
