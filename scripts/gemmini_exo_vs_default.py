@@ -20,6 +20,7 @@ import sys
 import time
 
 from zomboss.targets.gemmini.config import GemminiConfig
+from zomboss.targets.gemmini.default import bound_cycles
 from zomboss.targets.gemmini.kernels import evaluate
 from zomboss.targets.gemmini.mapping import exo_style
 from zomboss.targets.gemmini.presets import DEFAULT_PRESET, PRESETS
@@ -40,8 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     cfg = GemminiConfig()
     ops = ("matmul", "conv") if args.conv else ("matmul",)
-    print(f"preset {args.preset}; ratio = default cycles / exo-style cycles")
-    print(f"{'instance':<16}{'default':>12}{'exo-style':>12}{'ratio':>8}  {'verified':<10}{'wall':>7}")
+    print(f"preset {args.preset}; ratio = default cycles / exo-style cycles; bound = roofline lower bound")
+    print(
+        f"{'instance':<16}{'default':>12}{'exo-style':>12}{'ratio':>8}{'bound/def':>10}{'bound/exo':>10}"
+        f"  {'verified':<10}{'wall':>7}"
+    )
     ratios: dict[str, list[float]] = {op: [] for op in ops}
     ok = True
     for wl in SUITE:
@@ -52,11 +56,13 @@ def main(argv: list[str] | None = None) -> int:
         lib = evaluate(wl, None, cfg, preset=args.preset, functional=full)
         exo = evaluate(wl, exo_style(wl, cfg), cfg, preset=args.preset, functional=full)
         ratio = lib.cycles / exo.cycles
+        bound = bound_cycles(wl, cfg, args.preset)
         ratios[wl.op].append(ratio)
         verdict = "-" if not full else ("yes" if lib.verified and exo.verified else "NO")
         ok &= verdict != "NO"
         print(
-            f"{wl.id:<16}{lib.cycles:>12,}{exo.cycles:>12,}{ratio:>8.2f}  {verdict:<10}"
+            f"{wl.id:<16}{lib.cycles:>12,}{exo.cycles:>12,}{ratio:>8.2f}"
+            f"{bound / lib.cycles:>10.2f}{bound / exo.cycles:>10.2f}  {verdict:<10}"
             f"{time.perf_counter() - t0:>6.1f}s",
             flush=True,
         )
