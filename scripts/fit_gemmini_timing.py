@@ -89,7 +89,8 @@ def search(points: list[dict[str, float]], pool: ProcessPoolExecutor, seen: dict
         seen[tuple(p.items())] = cyc
 
 
-def fit(workers: int) -> tuple[dict[str, float], float]:
+def fit(workers: int) -> tuple[dict[str, float], float, list[int]]:
+    """The best grid point, its overhead and its zero-overhead cycles."""
     names = list(COARSE)
     seen: dict[tuple[tuple[str, float], ...], list[int]] = {}
 
@@ -120,7 +121,7 @@ def fit(workers: int) -> tuple[dict[str, float], float]:
         print("\nfive best points:")
         for lo3, p, o3 in ranked()[:5]:
             print(f"  worst {100 * lo3[0]:5.1f}%  {p}  overhead {o3:g}")
-    return best, o
+    return best, o, seen[tuple(best.items())]
 
 
 def table(cycles: Sequence[int]) -> None:
@@ -139,15 +140,16 @@ def main() -> None:
     ap.add_argument("--check", action="store_true", help="only print the error table of the recorded preset")
     args = ap.parse_args()
     if args.check:
-        keys = (*COARSE, "kernel_overhead")
-        values = {k: float(getattr(FIRESIM_F1_LLC, k)) for k in keys}
-        overhead = values.pop("kernel_overhead")
+        values = {k: float(getattr(FIRESIM_F1_LLC, k)) for k in COARSE}
+        overhead = FIRESIM_F1_LLC.kernel_overhead
         print(f"recorded preset {FIRESIM_F1_LLC.name}: {values}, kernel_overhead {overhead:g}\n")
         table(simulate_all(tuple(values.items()), overhead))
         return
     t0 = time.time()
-    best, overhead = fit(args.workers)
-    cycles = simulate_all(tuple(best.items()), overhead)  # confirms the closed-form overhead
+    best, overhead, cycles0 = fit(args.workers)
+    cycles = simulate_all(tuple(best.items()), overhead)
+    if cycles != [round(c + overhead) for c in cycles0]:
+        raise SystemExit(f"the overhead did not shift the kernels exactly: {cycles} vs {cycles0} + {overhead:g}")
     print(f"\nfitted in {time.time() - t0:.0f} s: " + ", ".join(f"{k}={v:g}" for k, v in best.items()))
     print(f"kernel_overhead={overhead:g} (wr_latency = rd_latency, wr_bytes_per_cycle = rd_bytes_per_cycle)\n")
     table(cycles)
