@@ -15,9 +15,11 @@ import clingo
 from ortools.sat.python import cp_model
 from zomboss.solvers.cpsat import SizingError, Translator
 
+from zomboss import asp
 from zomboss import expr as ex
 from zomboss import facts as F
 from zomboss.errors import ZombossError
+from zomboss.knowledge import KB
 
 
 @dataclass(frozen=True)
@@ -29,23 +31,36 @@ class Skeleton:
         return dict(self.choices)
 
 
-def skeletons(kb, op: str, shape: Mapping[str, int], limit: int = 0) -> Iterator[Skeleton]:
-    """Every assignment of the symbolic knobs that no constraint rules out."""
+def skeletons(kb: KB, op: str, shape: Mapping[str, int], limit: int = 0) -> Iterator[Skeleton]:
+    """Every assignment of the active symbolic knobs that no constraint rules out, each once
+    (inactive knobs carry their canonical value), streamed in clingo's deterministic order."""
     space = kb.mapping_space(op)
     if space is None:
         raise ZombossError(f"{kb.target} has no mapping space for {op!r}")
     order = [k.name for k in space.knobs if k.values]
-    facts = [F.render([F.MvalFact(F.Text(k), int(v)) for k, v in shape.items()])]
+    keys = next(w.keys for w in kb.doc.workloads if w.op == op)
+    facts = F.render([F.MvalFact(F.Text(k), int(v)) for k, v in shape.items() if k in keys])
     ctl = clingo.Control(["--warn=none", f"--models={limit}"])
-    ctl.add("base", [], kb.asp + "\n" + "\n".join(facts) + f"\nenumerate({F.term(F.Sym(op))}).\n:- mviolation(_).\n")
+    ctl.add("base", [], _program(kb, op) + facts + f"\nenumerate({F.term(F.Sym(op))}).\n")
     ctl.ground([("base", [])])
     with ctl.solve(yield_=True) as handle:
         for model in handle:
             chosen = {}
-            for a in model.symbols(atoms=True):
-                if a.name == "skeleton" and len(a.arguments) == 3:
-                    chosen[a.arguments[1].string] = str(a.arguments[2])
+            for a in model.symbols(shown=True):
+                chosen[a.arguments[1].string] = str(a.arguments[2])
             yield Skeleton(op, tuple((k, chosen[k]) for k in order if k in chosen))
+
+
+_PROGRAMS: dict[tuple[str, str], str] = {}
+
+
+def _program(kb: KB, op: str) -> str:
+    key = (kb.digest or str(id(kb)), op)
+    if key not in _PROGRAMS:
+        ms = kb.mapping_space(op)
+        assert ms is not None
+        _PROGRAMS[key] = asp.enumeration_program(kb, ms) + ":- mviolation(_).\n#show skeleton/3.\n"
+    return _PROGRAMS[key]
 
 
 @dataclass(frozen=True)

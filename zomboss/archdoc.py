@@ -352,15 +352,28 @@ class _Builder:
             xc = x.children
             if x.data == "mlet":  # inlined into the constraints that follow
                 lets[str(xc[0])] = ex.substitute(self.expr(xc[1]), lets)
-            elif x.data == "knob_int":
-                knobs.append(dm.Knob(str(xc[0]), self.expr(xc[1]), self.expr(xc[2]), (), self._doc(xc), self.loc(x)))
-            elif x.data == "knob_enum":
-                vals = tuple(str(v) for v in xc[1:] if isinstance(v, Token))
-                knobs.append(dm.Knob(str(xc[0]), None, None, vals, self._doc(xc), self.loc(x)))
+            elif x.data in ("knob_int", "knob_enum"):
+                knobs.append(self._knob(x, lets))
             else:
                 cons.append(
                     dm.Constraint(
                         self._dotted(xc[0]), str(xc[1])[1:-1], ex.substitute(self.expr(xc[2]), lets), self.loc(x)
                     )
                 )
-        self.doc.mappings.append(dm.MappingSpace(str(c[0]), tuple(knobs), tuple(cons), self.loc(t)))
+        self.doc.mappings.append(
+            dm.MappingSpace(str(c[0]), tuple(knobs), tuple(cons), self.loc(t), tuple(lets.items()))
+        )
+
+    def _knob(self, x: Tree, lets: dict[str, ex.Expr]) -> dm.Knob:
+        xc = x.children
+        default = when = None
+        for y in xc:
+            if isinstance(y, Tree) and y.data == "knob_default":
+                default = ex.substitute(self.expr(y.children[0]), lets)
+            elif isinstance(y, Tree) and y.data == "knob_when":
+                when = ex.substitute(self.expr(y.children[0]), lets)
+        name, doc, loc = str(xc[0]), self._doc(xc), self.loc(x)
+        if x.data == "knob_int":
+            return dm.Knob(name, self.expr(xc[1]), self.expr(xc[2]), (), doc, loc, default, when)
+        vals = tuple(str(v) for v in xc[1:] if isinstance(v, Token))
+        return dm.Knob(name, None, None, vals, doc, loc, default, when)

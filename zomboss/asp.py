@@ -107,7 +107,8 @@ def hazard_asp(h: dm.Hazard) -> str:
     )
 
 
-def constraint_asp(kb, ms: dm.MappingSpace, c: dm.Constraint) -> list[str]:
+def _mapping_context(kb, ms: dm.MappingSpace) -> ex.AspContext:
+    """Names of a mapping expression bound to the facts of the mapping under check."""
     symbolic = {k.name for k in ms.knobs if k.values}
     numeric = {k.name for k in ms.knobs if not k.values} | {
         k for w in kb.doc.workloads if w.op == ms.op for k in w.keys
@@ -125,11 +126,80 @@ def constraint_asp(kb, ms: dm.MappingSpace, c: dm.Constraint) -> list[str]:
             return []
         return [f"mval({F.term(r.name)},{var})"]
 
-    ctx = ex.AspContext(bind, lambda n: n.lower() in kb.symbols)
+    return ex.AspContext(bind, lambda n: n.lower() in kb.symbols)
+
+
+def constraint_asp(kb, ms: dm.MappingSpace, c: dm.Constraint) -> list[str]:
+    ctx = _mapping_context(kb, ms)
     head = f"mviolation({F.term(F.Text(c.id))}) :- mapping_op({F.term(F.Sym(ms.op))})"
     return [
         f"{head}, {', '.join(_dedupe(conj))}." if conj else f"{head}." for conj in ex.asp_dnf(c.expr, ctx, negate=True)
     ]
+
+
+def knob_active_asp(kb, ms: dm.MappingSpace, k: dm.Knob) -> list[str]:
+    """`knob_active(Op,"k")` where the knob's condition holds (kb/mapping.lp makes
+    unconditional knobs active and gives inactive ones their canonical value)."""
+    if k.when is None:
+        return []
+    ctx = _mapping_context(kb, ms)
+    head = f"knob_active({F.term(F.Sym(ms.op))},{F.term(F.Text(k.name))}) :- mapping_op({F.term(F.Sym(ms.op))})"
+    return [
+        f"{head}, {', '.join(_dedupe(conj))}." if conj else f"{head}." for conj in ex.asp_dnf(k.when, ctx, negate=False)
+    ]
+
+
+def canonical_symbol(k: dm.Knob) -> str:
+    """The value a symbolic knob takes outside its condition: the declared one, else the first."""
+    d = k.default
+    if isinstance(d, ex.Sym | ex.Ref):
+        return d.name
+    return k.values[0]
+
+
+def mapping_facts(kb, ms: dm.MappingSpace) -> list[F.Fact]:
+    op = F.Sym(ms.op)
+    out: list[F.Fact] = []
+    for k in ms.knobs:
+        out.append(F.KnobFact(op, F.Text(k.name)))
+        if k.values:
+            out += [F.KnobValueFact(op, F.Text(k.name), F.Sym(v)) for v in k.values]
+        else:
+            assert k.lo is not None and k.hi is not None
+            lo, hi = ex.evaluate(k.lo, kb.params), ex.evaluate(k.hi, kb.params)
+            out.append(F.KnobRangeFact(op, F.Text(k.name), int(lo), int(hi)))  # type: ignore[call-overload]
+        if k.when is not None:
+            out.append(F.KnobConditionalFact(op, F.Text(k.name)))
+            if k.values:
+                out.append(F.KnobDefaultFact(op, F.Text(k.name), F.Sym(canonical_symbol(k))))
+    out += [F.ConstraintFact(op, F.Text(c.id)) for c in ms.constraints]
+    return out
+
+
+def mapping_rules(kb, ms: dm.MappingSpace, constraints: Iterable[dm.Constraint] | None = None) -> list[str]:
+    """Violation rules of the constraints (all of them by default) and the knobs' activity rules."""
+    rules: list[str] = []
+    for c in ms.constraints if constraints is None else constraints:
+        rules += constraint_asp(kb, ms, c)
+    for k in ms.knobs:
+        rules += knob_active_asp(kb, ms, k)
+    return rules
+
+
+def enumeration_program(kb, ms: dm.MappingSpace) -> str:
+    """The small program skeleton enumeration grounds: this op's knob facts, the parameters
+    its constraints read, the constraints that read no integer knob (the others need tile
+    sizes, which CP-SAT decides), the activity rules and kb/mapping.lp."""
+    from zomboss.knowledge import library_text
+
+    integer = {k.name for k in ms.knobs if not k.values}
+    cons = [c for c in ms.constraints if not {r.name for r in ex.refs(c.expr)} & integer]
+    used = {r.name for c in cons for r in ex.refs(c.expr)} | {
+        r.name for k in ms.knobs if k.when is not None for r in ex.refs(k.when)
+    }
+    facts: list[F.Fact] = [F.ParamFact(F.Sym(p), v) for p, v in kb.params.items() if p in used]
+    facts += mapping_facts(kb, ms)
+    return "\n".join([F.render(facts), *mapping_rules(kb, ms, cons), library_text()]) + "\n"
 
 
 def kb_facts(kb) -> list[F.Fact]:
@@ -187,15 +257,7 @@ def kb_facts(kb) -> list[F.Fact]:
     for w in kb.doc.workloads:
         out += [F.WorkloadKeyFact(F.Sym(w.op), F.Text(k)) for k in w.keys]
     for ms in kb.doc.mappings:
-        op = F.Sym(ms.op)
-        for k in ms.knobs:
-            out.append(F.KnobFact(op, F.Text(k.name)))
-            if k.values:
-                out += [F.KnobValueFact(op, F.Text(k.name), F.Sym(v)) for v in k.values]
-            else:
-                lo, hi = ex.evaluate(k.lo, kb.params), ex.evaluate(k.hi, kb.params)
-                out.append(F.KnobRangeFact(op, F.Text(k.name), int(lo), int(hi)))  # type: ignore[call-overload]
-        out += [F.ConstraintFact(op, F.Text(c.id)) for c in ms.constraints]
+        out += mapping_facts(kb, ms)
     return out
 
 
@@ -217,8 +279,7 @@ def kb_program(kb, library: str) -> tuple[str, dict[str, int]]:
                 rules += access_asp(kb, ins, acc, "write")
     rules += [hazard_asp(h) for h in kb.doc.hazards]
     for ms in kb.doc.mappings:
-        for c in ms.constraints:
-            rules += constraint_asp(kb, ms, c)
+        rules += mapping_rules(kb, ms)
     lib_rules = sum(1 for line in library.splitlines() if ":-" in line and not line.lstrip().startswith("%"))
     text = "\n".join(
         [

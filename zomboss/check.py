@@ -15,7 +15,7 @@ from typing import Any
 from zomboss import asp
 from zomboss.errors import WorkloadError, ZombossError
 from zomboss.knowledge import KB, load_kb
-from zomboss.legality import Violation, flat_mapping, mapping_violations, parse_program
+from zomboss.legality import Checker, Violation, flat_mapping, mapping_violations, parse_program
 from zomboss.target import TARGET_NAMES, doc_path, get_target
 
 
@@ -86,7 +86,7 @@ def check_program_text(
     else:
         program = parse_program(kb, text, path)
         events = [(i, {}) for i in program.instrs]
-    checker = kb.checker()
+    checker = Checker(kb)
     checker.record = True
     found = checker.check(events)
     found = [Violation(v.rule, v.message, v.doc_loc, v.index, v.line, v.op, v.values, path) for v in found]

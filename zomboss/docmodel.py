@@ -136,6 +136,8 @@ class Knob:
     values: tuple[str, ...]  # non-empty for symbolic knobs
     doc: str
     loc: Loc
+    default: Expr | None = None  # canonical value: the value wherever `when` is false
+    when: Expr | None = None  # the knob matters only where this holds (None: always)
 
 
 @dataclass(frozen=True)
@@ -152,6 +154,7 @@ class MappingSpace:
     knobs: tuple[Knob, ...]
     constraints: tuple[Constraint, ...]
     loc: Loc
+    lets: tuple[tuple[str, Expr], ...] = ()  # named sub-expressions, already inlined into the constraints
 
 
 @dataclass(frozen=True)

@@ -270,6 +270,23 @@ class KnobValueFact(Fact):
 
 
 @dataclass(frozen=True)
+class KnobDefaultFact(Fact):
+    """The canonical value of a symbolic knob: what it takes wherever its condition is false."""
+
+    pred: ClassVar[str] = "knob_default"
+    op: Sym
+    name: Text
+    value: Sym
+
+
+@dataclass(frozen=True)
+class KnobConditionalFact(Fact):
+    pred: ClassVar[str] = "knob_conditional"
+    op: Sym
+    name: Text
+
+
+@dataclass(frozen=True)
 class ConstraintFact(Fact):
     pred: ClassVar[str] = "constraint"
     op: Sym

@@ -2,7 +2,7 @@
 compiled to ASP (facts + violation rules + the `kb/*.lp` library), cached by content hash.
 
 `load_kb` is the entry point for everything downstream: the CLI's `kb` commands, the
-simulators' rule checks (`KB.checker()`), and the search's mapping constraints.
+simulators' rule checks (`zomboss.legality.Checker(kb)`), and the search's mapping constraints.
 """
 
 from __future__ import annotations
@@ -93,11 +93,6 @@ class KB:
             for k in m.knobs:
                 out |= {v.lower() for v in k.values}
         return frozenset(out)
-
-    def checker(self):  # -> zomboss.legality.Checker (import here: legality imports us)
-        from zomboss.legality import Checker
-
-        return Checker(self)
 
     def mapping_space(self, op: str) -> dm.MappingSpace | None:
         return next((m for m in self.doc.mappings if m.op == op), None)
@@ -271,6 +266,64 @@ def _validate(kb: KB) -> None:
             for r in ex.refs(c.expr):
                 if r.name not in names and r.name.lower() not in kb.symbols:
                     raise DocError(f"{c.loc}: constraint {c.id} uses unknown name {r.name!r}")
+        _validate_knobs(kb, ms, set(wl_keys[ms.op]))
+
+
+def _validate_knobs(kb: KB, ms: dm.MappingSpace, keys: set[str]) -> None:
+    """Knob names unique; a condition reads only symbolic knobs, workload keys and parameters
+    (so that clingo decides it without tile sizes) and no knob depends on itself through
+    conditions; a canonical value lies in the knob's domain."""
+    seen: dict[str, dm.Loc] = {}
+    symbolic = {k.name for k in ms.knobs if k.values}
+    for k in ms.knobs:
+        if k.name in seen:
+            raise DocError(f"{k.loc}: knob {k.name!r} declared twice in mapping {ms.op} (first at {seen[k.name]})")
+        seen[k.name] = k.loc
+        if k.name in keys:
+            raise DocError(f"{k.loc}: knob {k.name!r} has the name of a workload key of {ms.op}")
+        if k.when is not None:
+            for r in ex.refs(k.when):
+                if r.name in symbolic or r.name in keys or r.name in kb.params:
+                    continue
+                if r.name in seen or any(r.name == o.name for o in ms.knobs):
+                    raise DocError(
+                        f"{k.loc}: the condition of knob {k.name} reads integer knob {r.name!r}; "
+                        "conditions may read symbolic knobs, workload keys and parameters only"
+                    )
+                if r.name.lower() not in kb.symbols:
+                    raise DocError(f"{k.loc}: the condition of knob {k.name} uses unknown name {r.name!r}")
+        if k.default is not None:
+            if k.values:
+                d = k.default
+                name = d.name if isinstance(d, ex.Sym | ex.Ref) else None
+                if name is None or name not in k.values:
+                    raise DocError(
+                        f"{k.loc}: the canonical value of knob {k.name} must be one of {', '.join(k.values)}, "
+                        f"got {ex.show(d)}"
+                    )
+            else:
+                assert k.lo is not None and k.hi is not None
+                v = _num(k.default, kb.params, k.loc, f"canonical value of knob {k.name}")
+                lo = _num(k.lo, kb.params, k.loc, f"lower bound of knob {k.name}")
+                hi = _num(k.hi, kb.params, k.loc, f"upper bound of knob {k.name}")
+                if not lo <= v <= hi:
+                    raise DocError(f"{k.loc}: the canonical value {v} of knob {k.name} is outside {lo}..{hi}")
+    deps = {k.name: {r.name for r in ex.refs(k.when)} & symbolic if k.when is not None else set() for k in ms.knobs}
+    state: dict[str, int] = {}
+
+    def visit(n: str, path: tuple[str, ...]) -> None:
+        if state.get(n) == 2:
+            return
+        if state.get(n) == 1:
+            cyc = " -> ".join((*path, n))
+            raise DocError(f"{seen[n]}: knob conditions of mapping {ms.op} form a cycle: {cyc}")
+        state[n] = 1
+        for m in sorted(deps.get(n, ())):
+            visit(m, (*path, n))
+        state[n] = 2
+
+    for k in ms.knobs:
+        visit(k.name, ())
 
 
 def _prev_scope(kb: KB, unit: str) -> set[str]:

@@ -15,6 +15,7 @@ from typing import Any
 from zomboss import docmodel as dm
 from zomboss import expr as ex
 from zomboss.errors import IllegalProgram, ZombossError
+from zomboss.knowledge import KB, scope_names
 from zomboss.program import Instr, Program, ProgramSyntaxError, parse_lines
 
 
@@ -68,7 +69,7 @@ class _Plan:
     sets: list[tuple[str, Fn | None, str, Fn]]
 
 
-def _resolver(kb, own: set[str]) -> Callable[[ex.Ref], str]:
+def _resolver(kb: KB, own: set[str]) -> Callable[[ex.Ref], str]:
     params = kb.params
 
     def resolve(r: ex.Ref) -> str:
@@ -86,13 +87,13 @@ def _resolver(kb, own: set[str]) -> Callable[[ex.Ref], str]:
     return resolve
 
 
-def _compile(kb, e: ex.Expr, own: set[str]) -> Fn:
+def _compile(kb: KB, e: ex.Expr, own: set[str]) -> Fn:
     src = ex.python_source(e, _resolver(kb, own))
     return eval(compile(f"lambda env, prev: {src}", "<rule>", "eval"), ex.PY_GLOBALS)  # noqa: S307 - our own doc AST
 
 
 def _compile_failing(
-    kb, rules: list[dm.Rule], own: set[str]
+    kb: KB, rules: list[dm.Rule], own: set[str]
 ) -> Callable[[Mapping[str, Any], Mapping[str, Any]], list[int]]:
     """One function evaluating all of a mnemonic's rules (the hot path of every simulator):
     returns the indexes of the rules that do not hold. A missing value (no previous
@@ -117,9 +118,7 @@ def _compile_failing(
 class Checker:
     """Stateful checker of one dynamic instruction stream."""
 
-    def __init__(self, kb, *, record: bool = False) -> None:
-        from zomboss.knowledge import scope_names
-
+    def __init__(self, kb: KB, *, record: bool = False) -> None:
         self.kb = kb
         self._plans: dict[str, _Plan] = {}
         for ins in kb.instrs.values():
@@ -340,7 +339,7 @@ class Checker:
         return out
 
 
-def parse_program(kb, text: str, path: str) -> Program:
+def parse_program(kb: KB, text: str, path: str) -> Program:
     """Read a program in `MNEMONIC op, op` form, checking mnemonics, arity and operand kinds
     against the doc's signatures (register operands need their file's prefix)."""
     prefixes = list(kb.regfiles)
@@ -373,7 +372,7 @@ def parse_program(kb, text: str, path: str) -> Program:
 
 
 def mapping_violations(
-    kb, op: str, values: Mapping[str, int | str], params: Mapping[str, int] | None = None
+    kb: KB, op: str, values: Mapping[str, int | str], params: Mapping[str, int] | None = None
 ) -> list[Violation]:
     """The doc's constraints (and integer knob ranges) that a mapping breaks, evaluated in
     Python. `values` holds knob values and workload keys (symbolic knobs as their names);
@@ -405,6 +404,7 @@ def mapping_violations(
                     )
                 )
         else:
+            assert k.lo is not None and k.hi is not None
             lo, hi = ex.evaluate(k.lo, params), ex.evaluate(k.hi, params)
             if not lo <= values[k.name] <= hi:  # type: ignore[operator]
                 out.append(

@@ -7,6 +7,7 @@ from the ISA doc, so one reader serves every target.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -45,6 +46,13 @@ class Program:
 
     def __len__(self) -> int:
         return len(self.instrs)
+
+    def digest(self) -> str:
+        """A short content hash of the instruction stream (golden tables, de-duplication)."""
+        h = hashlib.sha256()
+        for i in self.instrs:
+            h.update(f"{i.op} {','.join(map(str, i.args))}\n".encode())
+        return h.hexdigest()[:16]
 
 
 class ProgramSyntaxError(ZombossError):

@@ -1,28 +1,86 @@
 """The target interface the CLI and the search talk to, and the registry of targets.
 
-A target is a folder under `targets/` with an ISA doc and a module exposing `TARGET`,
-an object satisfying `Target`. The search knows no particular machine; adding a machine
-means adding a folder and one line to `_REGISTRY`.
+A target is a folder under `targets/` with an ISA doc (`<name>.md`) and a module exposing
+`TARGET`, an object satisfying `Target`, registered by one entry point in the
+`zomboss.targets` group (pyproject.toml). Nothing else names a target: the CLI, the bench
+and the search find them here, so a third machine gets every command for free.
+
+The search-facing half of the protocol works on *instances* (a workload with its inputs,
+their placement and the NumPy reference, built once and reused by every evaluation) and on
+core `zomboss.mapping.Mapping`s. An evaluation runs in one of three modes: timing-only (what
+a search ranks candidates by), checked (timing plus the doc's rule checker on every executed
+instruction) and verified (functional + timing + checker, compared with NumPy).
 """
 
 from __future__ import annotations
 
+import enum
+import functools
 import importlib
+import importlib.util
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Protocol
 
 from zomboss.errors import ZombossError
+from zomboss.knowledge import KB
+from zomboss.mapping import Mapping as KnobMapping
 from zomboss.program import Instr, Program
 from zomboss.results import KernelResult
 from zomboss.workload import Workload
 
 Params = Mapping[str, int]
 
+# The parts of a kernel's cycles every timing model reports (they sum to `cycles`).
+BREAKDOWN_KEYS = ("compute", "memory", "stall", "overhead")
+
+
+class Mode(enum.Enum):
+    TIMING = "timing"  # timing model only: no data moves, no rule checks (search ranking)
+    CHECKED = "checked"  # timing + the doc's rules on every executed instruction
+    VERIFIED = "verified"  # functional + timing + rules, output compared with the NumPy reference
+
+
+class Instance(Protocol):
+    """A workload made concrete: inputs for one seed, their placement, the NumPy reference."""
+
+    @property
+    def workload(self) -> Workload: ...
+
+    @property
+    def params(self) -> Params: ...
+
+    @property
+    def seed(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One simulation of one mapping on one instance."""
+
+    target: str
+    workload: str
+    mapping: KnobMapping
+    mode: Mode
+    cycles: int
+    verified: bool | None  # None unless mode is VERIFIED
+    breakdown: Mapping[str, int]  # BREAKDOWN_KEYS -> cycles, as the timing model attributes them
+    instructions: int  # executed instructions (hardware loops expanded)
+    wall_s: float
+    seed: int = 0
+    report: Mapping[str, Any] = field(default_factory=dict)  # target facts: counts, bytes, gates, other timing modes
+
 
 class Target(Protocol):
     name: str
     doc: Path  # the literate ISA doc
+
+    # ---- machine and suite
+    def kb(self, params: Params) -> KB:
+        """The KB for these parameter overrides (refuses unknown or illegal overrides)."""
+        ...
 
     def suite(self) -> Sequence[Workload]:
         """The benchmark instances, in a stable order."""
@@ -32,10 +90,28 @@ class Target(Protocol):
         """A suite id or an inline `OP:KEY=VALUE,...` spec (raises WorkloadError)."""
         ...
 
-    def default(self, wl: Workload, params: Params) -> KernelResult:
-        """Candidate-0: the target compiler's default kernel, lowered, simulated, verified."""
+    # ---- the search-facing protocol
+    def instance(self, wl: Workload, params: Params, seed: int = 0) -> Instance:
+        """Inputs, placement and reference for `wl` (cached: every evaluation reuses it)."""
         ...
 
+    def reference_mappings(self, wl: Workload, params: Params) -> dict[str, KnobMapping]:
+        """Named expert points; the first, "library", is Candidate-0 (the compiler default)."""
+        ...
+
+    def lower(self, inst: Instance, mapping: KnobMapping) -> Program:
+        """The program of a legal mapping (raises IllegalMapping naming the doc constraint)."""
+        ...
+
+    def evaluate(self, inst: Instance, mapping: KnobMapping, mode: Mode) -> Evaluation:
+        """Lower and simulate; VERIFIED compares the output with the instance's reference."""
+        ...
+
+    def bound(self, wl: Workload, params: Params, mapping: KnobMapping | None = None) -> int:
+        """A lower bound on the cycles of any legal mapping (of `mapping`, when given)."""
+        ...
+
+    # ---- programs and files
     def read_program(self, path: Path, params: Params) -> Program:
         """Read a program file in the target's text form (raises ZombossError)."""
         ...
@@ -49,8 +125,8 @@ class Target(Protocol):
         """Run a program file (checked against the doc's rules) and verify it."""
         ...
 
-    def export(self, wl: Workload, out: Path, params: Params) -> Path:
-        """Write the default (or best known) kernel in the target's native form."""
+    def export(self, wl: Workload, out: Path, params: Params, mapping: KnobMapping | None = None) -> Path:
+        """Write the kernel of `mapping` (default: Candidate-0) in the target's native form."""
         ...
 
     def describe(self) -> Mapping[str, Any]:
@@ -58,28 +134,45 @@ class Target(Protocol):
         ...
 
 
-_REGISTRY = {
-    "gemmini": "zomboss.targets.gemmini",
-    "plena": "zomboss.targets.plena",
-}
+# ---- registry ---------------------------------------------------------------------------------
 
-TARGET_NAMES = tuple(_REGISTRY)
+GROUP = "zomboss.targets"
+
+
+@functools.cache
+def _registry() -> dict[str, str]:
+    """Target name -> module, from the `zomboss.targets` entry points (`name = "module:TARGET"`)."""
+    out = {}
+    for ep in entry_points(group=GROUP):
+        out[ep.name] = ep.value.partition(":")[0]
+    return dict(sorted(out.items()))
+
+
+def target_names() -> tuple[str, ...]:
+    return tuple(_registry())
+
+
+def _module(name: str) -> str:
+    reg = _registry()
+    if name not in reg:
+        known = ", ".join(reg) or "none: is zomboss installed (pip install -e .)?"
+        raise ZombossError(f"unknown target {name!r} (targets: {known})")
+    return reg[name]
 
 
 def get_target(name: str) -> Target:
-    if name not in _REGISTRY:
-        raise ZombossError(f"unknown target {name!r} (targets: {', '.join(_REGISTRY)})")
-    mod = importlib.import_module(_REGISTRY[name])
+    mod = importlib.import_module(_module(name))
     return mod.TARGET
 
 
-def doc_path(name: str) -> Path:
-    """The ISA doc of a registered target, without importing its simulator."""
-    if name not in _REGISTRY:
-        raise ZombossError(f"unknown target {name!r} (targets: {', '.join(_REGISTRY)})")
-    import importlib.util
-
-    spec = importlib.util.find_spec(_REGISTRY[name])
+def target_package(name: str) -> Path:
+    """The folder of a registered target, without importing its simulator."""
+    spec = importlib.util.find_spec(_module(name))
     if spec is None or not spec.submodule_search_locations:
         raise ZombossError(f"target {name!r} is not installed")
-    return Path(next(iter(spec.submodule_search_locations))) / f"{name}.md"
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def doc_path(name: str) -> Path:
+    """The ISA doc of a registered target (`<folder>/<name>.md`)."""
+    return target_package(name) / f"{name}.md"

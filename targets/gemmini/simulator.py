@@ -27,6 +27,7 @@ from zomboss.targets.gemmini.presets import DEFAULT_PRESET, Preset, get_preset
 from zomboss.targets.gemmini.timing import Timing
 
 from zomboss.errors import IllegalProgram
+from zomboss.legality import Checker
 from zomboss.program import Instr, Program
 
 __all__ = ["DOC", "Dram", "GemminiConfig", "SimResult", "dynamic_stream", "kb_checker", "simulate"]
@@ -70,7 +71,7 @@ def _kb(overrides: tuple[tuple[str, int], ...]):  # -> zomboss.knowledge.KB
 
 def kb_checker(cfg: GemminiConfig):  # -> zomboss.legality.Checker
     """A fresh checker of the doc's rules for this configuration."""
-    return _kb(_overrides(cfg)).checker()
+    return Checker(_kb(_overrides(cfg)))
 
 
 class _Run:

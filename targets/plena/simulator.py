@@ -31,7 +31,7 @@ from zomboss.targets.plena.numerics import bf16_bits_scalar, bf16_round, bf16_sc
 
 from zomboss.errors import IllegalProgram, ZombossError
 from zomboss.knowledge import KB, load_kb
-from zomboss.legality import Violation
+from zomboss.legality import Checker, Violation
 from zomboss.program import Instr, Program
 
 DOC = Path(__file__).with_name("plena.md")
@@ -739,7 +739,7 @@ class _Shared:
             c = self._checkers.pop()
             c.reset()
             return c
-        return self.kb.checker()
+        return Checker(self.kb)
 
     def give_back(self, checker: Any) -> None:
         if len(self._checkers) < 4:

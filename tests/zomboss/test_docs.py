@@ -16,7 +16,7 @@ from zomboss import asp
 from zomboss import expr as ex
 from zomboss.errors import IllegalProgram
 from zomboss.knowledge import KB, load_kb
-from zomboss.legality import Violation, parse_program
+from zomboss.legality import Checker, Violation, parse_program
 from zomboss.program import Instr, Program
 from zomboss.target import doc_path, get_target
 
@@ -48,7 +48,7 @@ def _events(name: str, kb: KB, program: Program):
 
 
 def _check(name: str, kb: KB, program: Program) -> list[Violation]:
-    ch = kb.checker()
+    ch = Checker(kb)
     ch.record = True
     found = ch.check(_events(name, kb, program))
     by_asp = asp.check_program(kb, asp.program_facts(kb, ch.events))

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from zomboss import asp
 from zomboss.knowledge import load_kb
-from zomboss.legality import parse_program
+from zomboss.legality import Checker, parse_program
 from zomboss.program import Instr, ProgramSyntaxError
 
 TOY = Path(__file__).parent / "data" / "toy.md"
@@ -23,7 +23,7 @@ def kb():
 
 def run(kb, text: str, regs=None):
     prog = parse_program(kb, text, "p.txt")
-    ch = kb.checker()
+    ch = Checker(kb)
     ch.record = True
     py = ch.check((i, regs or {}) for i in prog.instrs)
     by_asp = asp.check_program(kb, asp.program_facts(kb, ch.events))
@@ -98,7 +98,7 @@ def test_python_and_asp_agree_on_random_programs(kb, instrs):
 
 
 def test_checker_step_api(kb):
-    ch = kb.checker()
+    ch = Checker(kb)
     assert ch.step(Instr("config_ld", (0, 16, 2), 1)) == []
     (v,) = ch.step(Instr("load", (4096, 0, 8, 4), 2))
     assert v.rule == "load.block" and v.index == 1

@@ -9,6 +9,7 @@ from zomboss.targets.plena.simulator import DOC, simulate, trace
 
 from zomboss.errors import IllegalProgram
 from zomboss.knowledge import load_kb
+from zomboss.legality import Checker
 
 KB = load_kb(DOC)
 EXAMPLES = [pytest.param(e, id=f"{e.rule}-{'ok' if e.ok else 'bad'}") for e in KB.examples]
@@ -98,7 +99,7 @@ C_LOOP_END gp1
     ]
     assert events[2][1] == {0: 64, 1: 64, 2: 0} and events[5][1] == {0: 128, 1: 128, 2: 0}
     assert events[4][1] == {0: 2} and events[7][1] == {0: 1}
-    checker = cfg.kb.checker()
+    checker = Checker(cfg.kb)
     assert checker.check(events) == []
 
 
@@ -106,13 +107,13 @@ def test_trace_ends_at_the_first_violation(cfg) -> None:
     prog = parse_program(cfg.kb, "S_ADDI_INT gp1, gp0, 100\nV_EXP_V gp1, gp1, 0\nS_ADDI_INT gp1, gp0, 1\n", "t")
     seen = list(trace(prog, cfg))
     assert [i.op for i, _ in seen] == ["S_ADDI_INT", "V_EXP_V"]
-    assert [v.rule for v in cfg.kb.checker().check(seen)] == ["v.rows2"]
+    assert [v.rule for v in Checker(cfg.kb).check(seen)] == ["v.rows2"]
 
 
 def test_trace_of_a_clobbered_loop_counter_terminates(cfg) -> None:
     prog = parse_program(cfg.kb, "C_LOOP_START gp1, 2\nS_ADDI_INT gp1, gp0, 5\nC_LOOP_END gp1\n", "t")
     seen = list(trace(prog, cfg))  # unchecked, this loop would never end
-    assert len(seen) == 2 and [v.rule for v in cfg.kb.checker().check(seen)] == ["loop.counter"]
+    assert len(seen) == 2 and [v.rule for v in Checker(cfg.kb).check(seen)] == ["loop.counter"]
 
 
 def test_trace_raises_on_faults_only_the_simulator_sees(cfg) -> None:

@@ -1,0 +1,346 @@
+"""Mappings: what a search decides for one workload, in the terms of the doc's mapping space.
+
+The doc's `mapping OP { knob ... constraint ... }` block is the only declaration of the
+knobs, their domains, their conditions and the constraints; `Space` is its evaluated form
+for one KB (parameters known), and `Mapping` one point of it. Every target, the CLI, the
+solvers and the guides speak this one form; a target turns a `Mapping` into its lowering's
+input and never declares knobs of its own.
+
+JSON (what `default --json` prints and `kb check` reads): `{"op": "matmul", "knobs": {...}}`
+with symbolic knobs as strings (the doc's names: `"hw"`, `"true"`) and integer knobs as
+integers. JSON booleans are accepted for `{false, true}` knobs.
+
+A knob declared `when COND` matters only where COND holds; elsewhere it takes its canonical
+value (`= V` in the doc, else its first value or its lower bound). Mappings are always kept
+canonical, so two mappings are equal exactly when they describe the same kernel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from collections.abc import Mapping as Map
+from dataclasses import dataclass
+from typing import Any
+
+from zomboss import docmodel as dm
+from zomboss import expr as ex
+from zomboss.errors import ZombossError
+from zomboss.knowledge import KB
+from zomboss.legality import Violation, mapping_violations
+
+Value = int | str
+Shape = Map[str, int]
+
+
+class MappingError(ZombossError):
+    """A mapping that cannot be read: wrong op, unknown knob, ill-typed or out-of-domain value."""
+
+
+class IllegalMapping(ZombossError):
+    """A well-formed mapping that breaks a constraint of the doc for this workload."""
+
+    exit_code = 1
+
+    def __init__(self, violations: Iterable[Violation]) -> None:
+        self.violations = list(violations)
+        lines = []
+        for v in self.violations:
+            vals = ", ".join(f"{k}={x}" for k, x in v.values.items())
+            lines.append(f"{v.rule} ({v.doc_loc}): {v.message}" + (f" [{vals}]" if vals else ""))
+        super().__init__("illegal mapping:\n  " + "\n  ".join(lines))
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One knob of a mapping space with its domain evaluated for the KB's parameters."""
+
+    name: str
+    values: tuple[str, ...]  # symbolic knobs: the symbols, in doc order; () for integer knobs
+    lo: int
+    hi: int
+    default: Value  # canonical value (taken wherever `when` is false)
+    when: ex.Expr | None
+    doc: str
+    loc: dm.Loc
+
+    @property
+    def symbolic(self) -> bool:
+        return bool(self.values)
+
+    @property
+    def boolean(self) -> bool:
+        return set(self.values) == {"false", "true"}
+
+    def domain(self) -> str:
+        return "{" + ", ".join(self.values) + "}" if self.values else f"{self.lo}..{self.hi}"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "doc": self.doc, "line": self.loc.line}
+        if self.values:
+            out["values"] = list(self.values)
+        else:
+            out["range"] = [self.lo, self.hi]
+        out["canonical"] = self.default
+        if self.when is not None:
+            out["when"] = ex.show(self.when)
+        return out
+
+    def coerce(self, v: object, where: str) -> Value:
+        """The knob's value for a JSON/Python value, or MappingError naming the field."""
+        if self.values:
+            if isinstance(v, bool) and self.boolean:
+                return "true" if v else "false"
+            if not isinstance(v, str) or v not in self.values:
+                raise MappingError(f"{where}: knob {self.name!r} = {_show(v)} is not one of {self.domain()}")
+            return v
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise MappingError(f"{where}: knob {self.name!r} = {_show(v)} must be an integer ({self.domain()})")
+        if not self.lo <= v <= self.hi:
+            raise MappingError(f"{where}: knob {self.name!r} = {v} is outside {self.domain()}")
+        return v
+
+
+def _show(v: object) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return repr(v) if isinstance(v, str) else str(v)
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """One point of a mapping space: a value for every knob, canonical, in doc order."""
+
+    op: str
+    values: tuple[tuple[str, Value], ...]
+
+    def __getitem__(self, name: str) -> Value:
+        for k, v in self.values:
+            if k == name:
+                return v
+        raise KeyError(name)
+
+    def get(self, name: str, default: Value | None = None) -> Value | None:
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+    def int(self, name: str) -> int:
+        v = self[name]
+        assert isinstance(v, int), f"knob {name} is symbolic"
+        return v
+
+    def sym(self, name: str) -> str:
+        v = self[name]
+        assert isinstance(v, str), f"knob {name} is an integer"
+        return v
+
+    def flag(self, name: str) -> bool:
+        """A `{false, true}` knob as a Python bool."""
+        v = self[name]
+        assert v in ("false", "true"), f"knob {name} is not boolean"
+        return v == "true"
+
+    def as_dict(self) -> dict[str, Value]:
+        return dict(self.values)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"op": self.op, "knobs": dict(self.values)}
+
+    def key(self) -> str:
+        """A stable text key (results store, de-duplication)."""
+        return self.op + ":" + ",".join(f"{k}={v}" for k, v in self.values)
+
+
+@dataclass(frozen=True)
+class Space:
+    """The mapping space of one op family on one KB (parameters evaluated)."""
+
+    target: str
+    op: str
+    keys: tuple[str, ...]  # workload keys, as the doc's `workload OP(...)` declares them
+    knobs: tuple[Knob, ...]
+    constraints: tuple[dm.Constraint, ...]
+    lets: tuple[tuple[str, ex.Expr], ...]
+    params: Map[str, int]
+    symbols: frozenset[str]
+    loc: dm.Loc
+
+    @classmethod
+    def of(cls, kb: KB, op: str) -> Space:
+        ms = kb.mapping_space(op)
+        if ms is None:
+            ops = ", ".join(m.op for m in kb.doc.mappings) or "none"
+            raise MappingError(f"{kb.target} has no mapping space for op {op!r} (ops: {ops})")
+        decl = next(w for w in kb.doc.workloads if w.op == op)
+        knobs = []
+        for k in ms.knobs:
+            if k.values:
+                d = k.default
+                default: Value = d.name if isinstance(d, ex.Sym | ex.Ref) else k.values[0]
+                lo = hi = 0
+            else:
+                assert k.lo is not None and k.hi is not None
+                lo, hi = _int(k.lo, kb.params), _int(k.hi, kb.params)
+                default = _int(k.default, kb.params) if k.default is not None else lo
+            knobs.append(Knob(k.name, k.values, lo, hi, default, k.when, k.doc, k.loc))
+        return cls(kb.target, op, decl.keys, tuple(knobs), ms.constraints, ms.lets, dict(kb.params), kb.symbols, ms.loc)
+
+    # -- knobs ------------------------------------------------------------------------------
+    def knob(self, name: str) -> Knob:
+        for k in self.knobs:
+            if k.name == name:
+                return k
+        raise MappingError(f"{self.op} has no knob {name!r} (knobs: {', '.join(k.name for k in self.knobs)})")
+
+    @property
+    def symbolic(self) -> tuple[Knob, ...]:
+        return tuple(k for k in self.knobs if k.values)
+
+    @property
+    def integer(self) -> tuple[Knob, ...]:
+        return tuple(k for k in self.knobs if not k.values)
+
+    def active(self, knob: Knob, values: Map[str, Value], shape: Shape) -> bool:
+        """Whether `knob` matters for a mapping with these (symbolic) values on `shape`."""
+        if knob.when is None:
+            return True
+        env = self._env(values, shape)
+        f = ex.compile_python(knob.when, lambda n: n in env, lambda n: n.lower() in self.symbols)
+        return bool(f(env))
+
+    def _env(self, values: Map[str, Value], shape: Shape) -> dict[str, object]:
+        env: dict[str, object] = {**self.params, **{k: int(v) for k, v in shape.items()}}
+        env.update({k: (v.lower() if isinstance(v, str) else v) for k, v in values.items()})
+        return env
+
+    # -- constructing -------------------------------------------------------------------------
+    def mapping(self, values: Map[str, object], shape: Shape, where: str = "mapping") -> Mapping:
+        """A canonical mapping from knob values: domains checked, inactive knobs set to their
+        canonical value (they may be omitted), active knobs required. Constraints are not
+        checked here (see `violations`), so a guide can be told everything wrong at once."""
+        self._check_shape(shape, where)
+        unknown = sorted(set(values) - {k.name for k in self.knobs})
+        if unknown:
+            names = ", ".join(k.name for k in self.knobs)
+            raise MappingError(f"{where}: {self.op} has no knob {unknown[0]!r} (knobs: {names})")
+        got = {k.name: k.coerce(values[k.name], where) for k in self.knobs if k.name in values}
+        out: dict[str, Value] = {}
+        # conditions read only symbolic knobs, which the doc orders acyclically: settle them first
+        pending = list(self.symbolic) + list(self.integer)
+        for _ in range(len(pending) + 1):
+            progressed = False
+            for k in list(pending):
+                deps = {r.name for r in ex.refs(k.when)} & {s.name for s in self.symbolic} if k.when else set()
+                if deps - set(out):
+                    continue
+                pending.remove(k)
+                progressed = True
+                if self.active(k, out, shape):
+                    if k.name not in got:
+                        raise MappingError(f"{where}: {self.op} mapping lacks knob {k.name!r} ({k.domain()})")
+                    out[k.name] = got[k.name]
+                else:
+                    out[k.name] = k.default
+            if not pending or not progressed:
+                break
+        return Mapping(self.op, tuple((k.name, out[k.name]) for k in self.knobs))
+
+    def from_json(self, data: object, shape: Shape, where: str = "mapping") -> Mapping:
+        """Read `{"op": ..., "knobs": {...}}`; every error names the field."""
+        if not isinstance(data, Map):
+            raise MappingError(f'{where}: a mapping is a JSON object {{"op": ..., "knobs": {{...}}}}')
+        extra = sorted(set(data) - {"op", "knobs"})
+        if extra:
+            raise MappingError(f"{where}: field {extra[0]!r} is not part of a mapping (expected 'op' and 'knobs')")
+        if data.get("op") != self.op:
+            raise MappingError(f"{where}: field 'op' = {_show(data.get('op'))}, but the workload's op is {self.op!r}")
+        knobs = data.get("knobs")
+        if not isinstance(knobs, Map):
+            raise MappingError(f"{where}: field 'knobs' must be an object of knob values")
+        return self.mapping(knobs, shape, where)
+
+    def from_skeleton(self, skeleton: Map[str, str], sizes: Map[str, int], shape: Shape) -> Mapping:
+        """A clingo skeleton (symbolic knob values) completed by CP-SAT's integer values."""
+        return self.mapping({**skeleton, **sizes}, shape, "skeleton")
+
+    @staticmethod
+    def skeleton_of_model(atoms: Iterable[Any]) -> dict[str, str]:
+        """The symbolic knob values of a clingo model's `skeleton(Op,"knob",Value)` atoms."""
+        out: dict[str, str] = {}
+        for a in atoms:
+            if a.name == "skeleton" and len(a.arguments) == 3:
+                out[a.arguments[1].string] = a.arguments[2].name
+        return out
+
+    def skeleton(self, m: Mapping) -> tuple[tuple[str, str], ...]:
+        return tuple((k.name, m.sym(k.name)) for k in self.symbolic)
+
+    # -- legality -----------------------------------------------------------------------------
+    def flat(self, m: Mapping, shape: Shape) -> dict[str, int | str]:
+        """Knob values and workload keys as the KB's checks read them."""
+        return {**{k: int(v) for k, v in shape.items() if k in self.keys}, **m.as_dict()}
+
+    def violations(self, kb: KB, m: Mapping, shape: Shape) -> list[Violation]:
+        """Every constraint of the doc that `m` breaks on `shape` (empty: legal)."""
+        if m.op != self.op:
+            return [Violation("map.op", f"a {m.op} mapping cannot map a {self.op} workload", str(self.loc), 0, 0, m.op)]
+        return mapping_violations(kb, self.op, self.flat(m, shape))
+
+    def check(self, kb: KB, m: Mapping, shape: Shape) -> None:
+        found = self.violations(kb, m, shape)
+        if found:
+            raise IllegalMapping(found)
+
+    def _check_shape(self, shape: Shape, where: str) -> None:
+        missing = [k for k in self.keys if k not in shape]
+        if missing:
+            raise MappingError(f"{where}: the workload gives no value for key {missing[0]!r} of {self.op}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "op": self.op,
+            "workload_keys": list(self.keys),
+            "knobs": [k.to_json() for k in self.knobs],
+            "constraints": [
+                {"id": c.id, "message": c.message, "line": c.loc.line, "expr": ex.show(c.expr)}
+                for c in self.constraints
+            ],
+        }
+
+
+def _int(e: ex.Expr, params: Map[str, int]) -> int:
+    v = ex.evaluate(e, params)
+    assert isinstance(v, int) and not isinstance(v, bool)
+    return v
+
+
+_SPACES: dict[tuple[str, str], Space] = {}
+
+
+def space(kb: KB, op: str) -> Space:
+    """`Space.of`, memoised per KB digest."""
+    key = (kb.digest or str(id(kb)), op)
+    if key not in _SPACES:
+        _SPACES[key] = Space.of(kb, op)
+    return _SPACES[key]
+
+
+def iter_knob_edits(sp: Space, m: Mapping, shape: Shape) -> Iterator[tuple[str, Value]]:
+    """Every single-knob change of `m` that stays inside the knob's domain and changes the
+    kernel (an edit of an inactive knob is no change at all): the neighbourhood guides refine in."""
+    vals = m.as_dict()
+    for k in sp.knobs:
+        if not sp.active(k, vals, shape):
+            continue
+        if k.values:
+            for v in k.values:
+                if v != vals[k.name]:
+                    yield k.name, v
+        else:
+            cur = vals[k.name]
+            assert isinstance(cur, int)
+            for n in sorted({cur - 1, cur + 1, cur * 2, cur // 2}):
+                if k.lo <= n <= k.hi and n != cur:
+                    yield k.name, n
