@@ -347,6 +347,7 @@ class _Builder:
         c = t.children
         knobs: list[dm.Knob] = []
         cons: list[dm.Constraint] = []
+        costs: list[dm.Cost] = []
         lets: dict[str, ex.Expr] = {}
         for x in c[1:]:
             xc = x.children
@@ -354,6 +355,9 @@ class _Builder:
                 lets[str(xc[0])] = ex.substitute(self.expr(xc[1]), lets)
             elif x.data in ("knob_int", "knob_enum"):
                 knobs.append(self._knob(x, lets))
+            elif x.data == "cost":
+                expr = ex.substitute(self.expr(xc[2]), lets)
+                costs.append(dm.Cost(str(xc[0]), str(xc[1])[1:-1], expr, self.loc(x)))
             else:
                 cons.append(
                     dm.Constraint(

@@ -3,37 +3,24 @@ fanned out over a process pool, then reported as a table and a plot."""
 
 from __future__ import annotations
 
-import hashlib
 import time
 import traceback
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from zomboss.candidate import default_result
 from zomboss.errors import ZombossError
-from zomboss.knowledge import load_kb
 from zomboss.store import Store
-from zomboss.target import TARGET_NAMES, doc_path, get_target
-
-
-def config_key(target: str, overrides: Mapping[str, int]) -> str:
-    """KB digest (doc, grammar, rules, overrides) plus the target's code: results computed
-    under another doc, override or simulator are never reused."""
-    h = hashlib.sha256(load_kb(doc_path(target), overrides).digest.encode())
-    pkg = resources.files(f"zomboss.targets.{target}")
-    for entry in sorted(pkg.iterdir(), key=lambda p: p.name):
-        if entry.name.endswith(".py"):
-            h.update(entry.read_bytes())
-    return h.hexdigest()[:20]
+from zomboss.target import config_key, get_target, target_names
 
 
 def _run_default(target: str, workload: str, overrides: dict[str, int]) -> tuple[bool, dict[str, Any]]:
     t0 = time.perf_counter()
     try:
         t = get_target(target)
-        res = t.default(t.workload(workload), overrides)
+        res = default_result(t, t.workload(workload), overrides)
         d = res.to_json()
         return bool(res.verified), d
     except ZombossError as e:
@@ -149,7 +136,7 @@ def _plot(rows: list[dict[str, Any]], path: Path) -> None:
 
 def suites_for(name: str) -> list[str]:
     if name == "all":
-        return list(TARGET_NAMES)
-    if name not in TARGET_NAMES:
-        raise ZombossError(f"--suite {name!r}: expected one of {', '.join(TARGET_NAMES)}, all")
+        return list(target_names())
+    if name not in target_names():
+        raise ZombossError(f"--suite {name!r}: expected one of {', '.join(target_names())}, all")
     return [name]

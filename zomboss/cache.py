@@ -12,6 +12,18 @@ def cache_root() -> Path:
     return Path(os.environ.get("ZOMBOSS_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "zomboss"))
 
 
+def results_dir() -> Path:
+    """Where `solve` and `bench` keep their store and reports: `$ZOMBOSS_RESULTS`, else the
+    `results/` folder of the source checkout Zomboss runs from, else ~/.local/share/zomboss."""
+    env = os.environ.get("ZOMBOSS_RESULTS")
+    if env:
+        return Path(env)
+    root = Path(__file__).resolve().parents[1]
+    if (root / "pyproject.toml").exists() and (root / "targets").is_dir():
+        return root / "results"
+    return Path(os.path.expanduser("~")) / ".local" / "share" / "zomboss"
+
+
 def atomic_write(path: Path, data: bytes) -> None:
     """Write via a temporary file in the same folder and rename: a reader (or a killed
     writer) never sees a half-written file."""

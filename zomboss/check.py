@@ -15,8 +15,9 @@ from typing import Any
 from zomboss import asp
 from zomboss.errors import WorkloadError, ZombossError
 from zomboss.knowledge import KB, load_kb
-from zomboss.legality import Checker, Violation, flat_mapping, mapping_violations, parse_program
-from zomboss.target import TARGET_NAMES, doc_path, get_target
+from zomboss.legality import Checker, Violation, mapping_violations, parse_program
+from zomboss.mapping import MappingError, space
+from zomboss.target import doc_path, get_target, target_names
 
 
 @dataclass
@@ -63,11 +64,11 @@ class CheckReport:
 
 
 def _kb_for(target: str, overrides: Mapping[str, int]) -> KB:
-    if target in TARGET_NAMES:
+    if target in target_names():
         return load_kb(doc_path(target), overrides)
     if target.endswith(".md"):
         return load_kb(Path(target), overrides)
-    raise ZombossError(f"unknown target {target!r} (targets: {', '.join(TARGET_NAMES)})")
+    raise ZombossError(f"unknown target {target!r} (targets: {', '.join(target_names())})")
 
 
 ASP_LIMIT = 20_000  # dynamic instructions clingo cross-checks by default (grounding grows ~quadratically with hazards)
@@ -79,7 +80,7 @@ def check_program_text(
     """Check every dynamic instruction with the Python predicates, and cross-check the first
     `asp_limit` of them (0: all) with clingo: the facts of a prefix are self-contained, so both
     must find the same violations there."""
-    if target in TARGET_NAMES:
+    if target in target_names():
         t = get_target(target)
         program = t.read_program(Path(path), overrides) if Path(path).exists() else parse_program(kb, text, path)
         events = list(t.trace(program, overrides))
@@ -105,48 +106,39 @@ def check_program_text(
 
 
 def mapping_values(kb: KB, data: Mapping[str, Any], path: str, target: str) -> tuple[str, dict[str, int | str]]:
-    """The op and the flat knob/workload-key values of a mapping file."""
+    """The op and the flat knob/workload-key values of a mapping file: `{"workload": ID or
+    SPEC, "mapping": {"op": ..., "knobs": {...}}}` (the `mapping` that `default --json`
+    prints), or `"op"` and `"shape"` instead of `"workload"` for a doc that is not a target.
+    Inactive conditional knobs may be omitted; out-of-domain values are reported by the check."""
     if not isinstance(data, Mapping) or "mapping" not in data:
         raise WorkloadError(f"{path}: expected a JSON object with 'workload' and 'mapping'")
     mapping = data["mapping"]
-    if isinstance(mapping, Mapping) and isinstance(mapping.get("knobs"), Mapping):  # {"op": .., "knobs": {..}}
-        mapping = {"op": mapping.get("op"), **mapping["knobs"]}
-    if not isinstance(mapping, Mapping):
-        raise WorkloadError(f"{path}: 'mapping' must be an object of knob values")
-    if "workload" in data and target in TARGET_NAMES:
+    if not isinstance(mapping, Mapping) or not isinstance(mapping.get("knobs"), Mapping):
+        raise WorkloadError(
+            f'{path}: \'mapping\' must be {{"op": ..., "knobs": {{...}}}} (the form `zomboss default --json` prints)'
+        )
+    if "workload" in data and target in target_names():
         wl = get_target(target).workload(str(data["workload"]))
         op, shape = wl.op, dict(wl.shape)
     elif "op" in data and isinstance(data.get("shape"), Mapping):
         op, shape = str(data["op"]), dict(data["shape"])
     else:
         raise WorkloadError(f"{path}: give 'workload' (a suite id or spec) or 'op' and 'shape'")
-    space = kb.mapping_space(op)
-    if space is None:
-        raise WorkloadError(f"{path}: {kb.target} has no mapping space for op {op!r}")
-    if "op" in mapping:  # the JSON a target's mapping prints names its op
-        if mapping["op"] not in (None, op):
-            raise WorkloadError(f"{path}: the mapping is for {mapping['op']!r} but the workload is {op!r}")
-        mapping = {k: v for k, v in mapping.items() if k != "op"}
-    decl = next(w for w in kb.doc.workloads if w.op == op)
-    values: dict[str, int | str] = {k: int(v) for k, v in shape.items() if k in decl.keys}
-    knobs = {k.name: k for k in space.knobs}
-    for k, v in mapping.items():
-        if k not in knobs:
-            raise WorkloadError(f"{path}: unknown knob {k!r} for {op} (knobs: {', '.join(knobs)})")
-        knob = knobs[k]
-        if knob.values:
-            sym = flat_mapping({k: v}, {})[k] if isinstance(v, bool | str) else v
-            if sym not in knob.values:
-                raise WorkloadError(f"{path}: knob {k!r} must be one of {', '.join(knob.values)}, got {json.dumps(v)}")
-            values[k] = str(sym)
-        else:
-            if not isinstance(v, int) or isinstance(v, bool):
-                raise WorkloadError(f"{path}: knob {k!r} must be an integer, got {v!r}")
-            values[k] = v
-    missing = [k for k in knobs if k not in mapping]
-    if missing:
-        raise WorkloadError(f"{path}: mapping lacks knob {missing[0]!r}")
-    return op, values
+    if mapping.get("op") not in (None, op):
+        raise WorkloadError(f"{path}: the mapping is for {mapping['op']!r} but the workload is {op!r}")
+    sp = space(kb, op)
+    for k, v in mapping["knobs"].items():
+        if isinstance(v, bool):
+            continue
+        if not isinstance(v, int | str):
+            raise WorkloadError(f"{path}: knob {k!r} must be an integer or a symbol, got {json.dumps(v)}")
+    try:
+        values = sp.complete(mapping["knobs"], shape, path)
+    except MappingError as e:
+        raise WorkloadError(str(e)) from None
+    flat: dict[str, int | str] = {k: int(v) for k, v in shape.items() if k in sp.keys}
+    flat.update(values)
+    return op, flat
 
 
 def check_mapping_values(kb: KB, op: str, values: Mapping[str, int | str], path: str) -> CheckReport:
@@ -178,4 +170,4 @@ def check_file(target: str, path: Path, overrides: Mapping[str, int], asp_limit:
             raise WorkloadError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
         op, values = mapping_values(kb, data, str(path), target)
         return check_mapping_values(kb, op, values, str(path))
-    return check_program_text(kb, text, str(path), target if target in TARGET_NAMES else None, overrides, asp_limit)
+    return check_program_text(kb, text, str(path), target if target in target_names() else None, overrides, asp_limit)

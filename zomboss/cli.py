@@ -32,16 +32,16 @@ def _param_overrides(items: Sequence[str]) -> dict[str, int]:
 
 
 def _doc_for(name: str) -> Path:
-    from zomboss.target import TARGET_NAMES, doc_path
+    from zomboss.target import doc_path, target_names
 
-    if name in TARGET_NAMES:
+    if name in target_names():
         return doc_path(name)
     p = Path(name)
     if p.suffix == ".md":
         if not p.exists():
             raise ZombossError(f"{name}: no such file")
         return p
-    raise ZombossError(f"unknown target {name!r} (targets: {', '.join(TARGET_NAMES)}, or a path to an ISA doc .md)")
+    raise ZombossError(f"unknown target {name!r} (targets: {', '.join(target_names())}, or a path to an ISA doc .md)")
 
 
 def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
@@ -57,8 +57,9 @@ def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
 def cmd_kb_build(args: argparse.Namespace) -> int:
     from zomboss.cache import atomic_write
     from zomboss.knowledge import load_kb
+    from zomboss.target import target_names
 
-    names = args.targets or ["gemmini", "plena"]
+    names = args.targets or list(target_names())
     if args.out and len(names) != 1:
         raise ZombossError("--out writes one KB: name exactly one target or doc")
     overrides = _param_overrides(args.param)
@@ -108,9 +109,9 @@ def cmd_kb_check(args: argparse.Namespace) -> int:
 
 
 def cmd_workloads(args: argparse.Namespace) -> int:
-    from zomboss.target import TARGET_NAMES, get_target
+    from zomboss.target import get_target, target_names
 
-    names = [args.target] if args.target else list(TARGET_NAMES)
+    names = [args.target] if args.target else list(target_names())
     rows: list[dict[str, Any]] = []
     for name in names:
         t = get_target(name)
@@ -152,14 +153,127 @@ def _result_text(d: dict[str, Any]) -> str:
 
 
 def cmd_default(args: argparse.Namespace) -> int:
+    from zomboss.candidate import default_result
     from zomboss.target import get_target
 
     t = get_target(args.target)
     wl = t.workload(args.workload)
-    res = t.default(wl, _param_overrides(args.param))
+    res = default_result(t, wl, _param_overrides(args.param))
     d = res.to_json()
     _emit(args, d, _result_text(d))
     return 0 if res.verified else 1
+
+
+def cmd_space(args: argparse.Namespace) -> int:
+    from zomboss.solvers.space import describe_space
+    from zomboss.target import get_target
+
+    t = get_target(args.target)
+    wl = t.workload(args.workload)
+    kb = t.kb(_param_overrides(args.param))
+    report = describe_space(kb, wl.id, wl.op, wl.shape, count_seconds=args.count_seconds)
+    _emit(args, report.to_json(), report.text())
+    return 0
+
+
+def _read_mapping(t: Any, wl: Any, path: Path, params: dict[str, int]) -> Any:
+    """A mapping file: the `mapping` object `default --json` prints, or a `kb check` file
+    (`{"workload": ..., "mapping": {...}}`)."""
+    from zomboss.mapping import space
+
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ZombossError(f"{path}: cannot read: {e.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ZombossError(f"{path}: not a JSON mapping ({e})") from None
+    if isinstance(data, dict) and "mapping" in data:
+        if "workload" in data and t.workload(str(data["workload"])).shape != wl.shape:
+            raise ZombossError(f"{path}: the mapping is for workload {data['workload']!r}, not {wl.id!r}")
+        data = data["mapping"]
+    sp = space(t.kb(params), wl.op)
+    m = sp.from_json(data, wl.shape, str(path))
+    sp.check(t.kb(params), m, wl.shape)
+    return m
+
+
+def _db(args: argparse.Namespace) -> Path:
+    from zomboss.cache import results_dir
+
+    return Path(args.db) if args.db else results_dir() / "zomboss.sqlite"
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    from zomboss.solvers.search import SolveConfig, solve
+    from zomboss.store import Store
+    from zomboss.target import config_key, get_target
+
+    t = get_target(args.target)
+    wl = t.workload(args.workload)
+    params = _param_overrides(args.param)
+    store = Store(_db(args))
+    config = config_key(t.name, params)
+    if args.fresh:
+        store.forget(t.name, wl.id, config)
+    if args.exhaustive:
+        from zomboss.solvers.exhaustive import exhaustive
+
+        res = exhaustive(t, wl, params, store=store, time_limit=args.time_limit)
+        kind = "exhaustive"
+    else:
+        cfg = SolveConfig(guide=args.guide, budget=args.budget, seed=args.seed, guide_options=_llm_options(args))
+        res = solve(t, wl, params, cfg, store=store)
+        kind = f"solve:{args.guide}:{args.budget}:{args.seed}"
+    d = res.to_json()
+    d["db"] = str(store.path)
+    store.put(t.name, wl.id, kind, config, bool(res.verified), d)
+    store.close()
+    if args.json:
+        print(json.dumps(d, indent=2, default=str))
+    else:
+        keys = [
+            "target",
+            "workload",
+            "verified",
+            "cycles",
+            "default_cycles",
+            "speedup",
+            "candidate",
+            "simulations",
+            "pruned",
+            "bound_cycles",
+            "space_bound_cycles",
+            "optimum_cycles",
+            "legal_mappings",
+            "wall_s",
+            "db",
+        ]
+        lines = [f"{k:>18}: {d[k]}" for k in keys if d.get(k) is not None]
+        lines.append(f"{'mapping':>18}: {json.dumps(d['mapping'])}")
+        lines.append(f"{'breakdown':>18}: default {d['breakdown_default']} -> best {d['breakdown']}")
+        if d.get("rejected"):
+            lines.append(
+                f"{'rejected':>18}: {len(d['rejected'])} illegal proposals (first: {d['rejected'][0]['violations'][0]})"
+            )
+        print("\n".join(lines))
+    return 0 if res.verified else 1
+
+
+def _llm_options(args: argparse.Namespace) -> dict[str, Any]:
+    if getattr(args, "guide", None) != "llm":
+        return {}
+    return {
+        k: v
+        for k, v in {
+            "base_url": args.llm_base_url,
+            "model": args.llm_model,
+            "timeout": args.llm_timeout,
+            "max_rounds": args.llm_max_rounds,
+            "record": args.llm_record,
+            "replay": args.llm_replay,
+        }.items()
+        if v is not None
+    }
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -180,7 +294,9 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     t = get_target(args.target)
     wl = t.workload(args.workload)
-    out = t.export(wl, Path(args.output), _param_overrides(args.param))
+    params = _param_overrides(args.param)
+    mapping = _read_mapping(t, wl, Path(args.mapping), params) if args.mapping else None
+    out = t.export(wl, Path(args.output), params, mapping)
     _emit(args, {"target": args.target, "workload": wl.id, "path": str(out)}, f"wrote {out}")
     return 0
 
@@ -273,6 +389,36 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("workload", help="suite id (e.g. mm512) or OP:KEY=VALUE,...")
     d.set_defaults(fn=cmd_default)
 
+    sp = sub.add_parser("space", parents=[common], help="the mapping space: knobs, domains, constraints, skeletons")
+    sp.add_argument("target")
+    sp.add_argument("workload", help="suite id or OP:KEY=VALUE,...")
+    sp.add_argument(
+        "--count-seconds", type=float, default=4.0, metavar="S", help="CP-SAT budget for counting legal mappings"
+    )
+    sp.set_defaults(fn=cmd_space)
+
+    so = sub.add_parser("solve", parents=[common], help="guided search for a faster verified kernel")
+    so.add_argument("target")
+    so.add_argument("workload", help="suite id or OP:KEY=VALUE,...")
+    so.add_argument("--guide", default="cost", choices=["cost", "surrogate", "llm"])
+    so.add_argument(
+        "--budget", type=int, default=32, metavar="N", help="timing-only simulations of searched candidates"
+    )
+    so.add_argument("--seed", type=int, default=0)
+    so.add_argument("--exhaustive", action="store_true", help="simulate or prune (sound bound) every legal mapping")
+    so.add_argument(
+        "--time-limit", type=float, default=None, metavar="S", help="stop an exhaustive run after S seconds"
+    )
+    so.add_argument("--db", default=None, metavar="FILE", help="results store (default: $ZOMBOSS_RESULTS or results/)")
+    so.add_argument("--fresh", action="store_true", help="forget this instance's stored simulations first")
+    so.add_argument("--llm-base-url", default=None, help="OpenAI-compatible endpoint (or $OPENAI_BASE_URL)")
+    so.add_argument("--llm-model", default=None, help="model name (or $ZOMBOSS_LLM_MODEL)")
+    so.add_argument("--llm-timeout", type=float, default=None, metavar="S")
+    so.add_argument("--llm-max-rounds", type=int, default=None, metavar="N")
+    so.add_argument("--llm-record", default=None, metavar="FILE.jsonl")
+    so.add_argument("--llm-replay", default=None, metavar="FILE.jsonl")
+    so.set_defaults(fn=cmd_solve)
+
     s = sub.add_parser("simulate", parents=[common], help="run a program file on the simulator and verify it")
     s.add_argument("target")
     s.add_argument("program")
@@ -282,6 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("target")
     e.add_argument("workload")
     e.add_argument("-o", "--output", required=True, metavar="FILE")
+    e.add_argument("--mapping", metavar="FILE.json", help="export this mapping's kernel instead of Candidate-0")
     e.set_defaults(fn=cmd_export)
     bn = sub.add_parser("bench", parents=[common], help="the whole suite: results DB + report")
     bn.add_argument("--suite", default="all", help="gemmini, plena or all")

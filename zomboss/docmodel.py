@@ -149,12 +149,24 @@ class Constraint:
 
 
 @dataclass(frozen=True)
+class Cost:
+    """A cycle expression of a mapping: `estimate` (what CP-SAT minimises) or `bound` (a lower
+    bound on the simulator's cycles for every legal mapping)."""
+
+    name: str
+    doc: str
+    expr: Expr
+    loc: Loc
+
+
+@dataclass(frozen=True)
 class MappingSpace:
     op: str
     knobs: tuple[Knob, ...]
     constraints: tuple[Constraint, ...]
     loc: Loc
     lets: tuple[tuple[str, Expr], ...] = ()  # named sub-expressions, already inlined into the constraints
+    costs: tuple[Cost, ...] = ()
 
 
 @dataclass(frozen=True)

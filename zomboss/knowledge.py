@@ -267,6 +267,18 @@ def _validate(kb: KB) -> None:
                 if r.name not in names and r.name.lower() not in kb.symbols:
                     raise DocError(f"{c.loc}: constraint {c.id} uses unknown name {r.name!r}")
         _validate_knobs(kb, ms, set(wl_keys[ms.op]))
+        seen_costs: set[str] = set()
+        for cost in ms.costs:
+            if cost.name not in ("estimate", "bound"):
+                raise DocError(
+                    f"{cost.loc}: unknown cost {cost.name!r} (a mapping has a cost estimate and a cost bound)"
+                )
+            if cost.name in seen_costs:
+                raise DocError(f"{cost.loc}: cost {cost.name} given twice in mapping {ms.op}")
+            seen_costs.add(cost.name)
+            for r in ex.refs(cost.expr):
+                if r.name not in names and r.name.lower() not in kb.symbols:
+                    raise DocError(f"{cost.loc}: cost {cost.name} uses unknown name {r.name!r}")
 
 
 def _validate_knobs(kb: KB, ms: dm.MappingSpace, keys: set[str]) -> None:

@@ -165,6 +165,7 @@ class Space:
     params: Map[str, int]
     symbols: frozenset[str]
     loc: dm.Loc
+    costs: Map[str, dm.Cost]  # "estimate", "bound" (either may be absent)
 
     @classmethod
     def of(cls, kb: KB, op: str) -> Space:
@@ -184,7 +185,10 @@ class Space:
                 lo, hi = _int(k.lo, kb.params), _int(k.hi, kb.params)
                 default = _int(k.default, kb.params) if k.default is not None else lo
             knobs.append(Knob(k.name, k.values, lo, hi, default, k.when, k.doc, k.loc))
-        return cls(kb.target, op, decl.keys, tuple(knobs), ms.constraints, ms.lets, dict(kb.params), kb.symbols, ms.loc)
+        costs = {c.name: c for c in ms.costs}
+        return cls(
+            kb.target, op, decl.keys, tuple(knobs), ms.constraints, ms.lets, dict(kb.params), kb.symbols, ms.loc, costs
+        )
 
     # -- knobs ------------------------------------------------------------------------------
     def knob(self, name: str) -> Knob:
@@ -219,32 +223,40 @@ class Space:
         """A canonical mapping from knob values: domains checked, inactive knobs set to their
         canonical value (they may be omitted), active knobs required. Constraints are not
         checked here (see `violations`), so a guide can be told everything wrong at once."""
+        got = {k.name: k.coerce(values[k.name], where) for k in self.knobs if k.name in values}
+        out = self.complete({**values, **got}, shape, where)
+        return Mapping(self.op, tuple((k.name, out[k.name]) for k in self.knobs))
+
+    def complete(self, values: Map[str, object], shape: Shape, where: str = "mapping") -> dict[str, Value]:
+        """Knob values with every inactive knob at its canonical value, without domain checks
+        (`kb check` reports out-of-domain values as violations of the knob's range rule).
+        Unknown knobs and missing active knobs are errors."""
         self._check_shape(shape, where)
         unknown = sorted(set(values) - {k.name for k in self.knobs})
         if unknown:
             names = ", ".join(k.name for k in self.knobs)
             raise MappingError(f"{where}: {self.op} has no knob {unknown[0]!r} (knobs: {names})")
-        got = {k.name: k.coerce(values[k.name], where) for k in self.knobs if k.name in values}
         out: dict[str, Value] = {}
+        symbolic = {s.name for s in self.symbolic}
         # conditions read only symbolic knobs, which the doc orders acyclically: settle them first
         pending = list(self.symbolic) + list(self.integer)
-        for _ in range(len(pending) + 1):
-            progressed = False
-            for k in list(pending):
-                deps = {r.name for r in ex.refs(k.when)} & {s.name for s in self.symbolic} if k.when else set()
-                if deps - set(out):
-                    continue
+        while pending:
+            ready = [
+                k
+                for k in pending
+                if not (({r.name for r in ex.refs(k.when)} & symbolic) - set(out) if k.when else set())
+            ]
+            assert ready, "knob conditions are acyclic (checked when the KB is built)"
+            for k in ready:
                 pending.remove(k)
-                progressed = True
-                if self.active(k, out, shape):
-                    if k.name not in got:
-                        raise MappingError(f"{where}: {self.op} mapping lacks knob {k.name!r} ({k.domain()})")
-                    out[k.name] = got[k.name]
-                else:
+                if not self.active(k, out, shape):
                     out[k.name] = k.default
-            if not pending or not progressed:
-                break
-        return Mapping(self.op, tuple((k.name, out[k.name]) for k in self.knobs))
+                elif k.name in values:
+                    v = values[k.name]
+                    out[k.name] = ("true" if v else "false") if isinstance(v, bool) and k.boolean else v  # type: ignore[assignment]
+                else:
+                    raise MappingError(f"{where}: {self.op} mapping lacks knob {k.name!r} ({k.domain()})")
+        return {k.name: out[k.name] for k in self.knobs}
 
     def from_json(self, data: object, shape: Shape, where: str = "mapping") -> Mapping:
         """Read `{"op": ..., "knobs": {...}}`; every error names the field."""
@@ -291,6 +303,16 @@ class Space:
         found = self.violations(kb, m, shape)
         if found:
             raise IllegalMapping(found)
+
+    def cost(self, name: str, m: Mapping, shape: Shape) -> int | None:
+        """The doc's `cost estimate` or `cost bound` of a mapping (None when the doc has none)."""
+        c = self.costs.get(name)
+        if c is None:
+            return None
+        env = self._env(m.as_dict(), shape)
+        v = ex.compile_python(c.expr, lambda n: n in env, lambda n: n.lower() in self.symbols)(env)
+        assert isinstance(v, int)
+        return v
 
     def _check_shape(self, shape: Shape, where: str) -> None:
         missing = [k for k in self.keys if k not in shape]

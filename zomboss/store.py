@@ -1,27 +1,40 @@
-"""The results store: one SQLite file, one row per (target, workload, kind, config key).
+"""The results store: one SQLite file shared by `solve` and `bench`.
 
-Every result is committed in its own transaction as soon as it exists, so a killed run loses
-at most the instances in flight and a rerun resumes by skipping rows already present. The
-config key hashes the target's KB digest (doc, grammar, rules, parameter overrides), so a
-changed doc or override never reuses stale rows.
+* `trials`: one row per simulated candidate (target, workload, config key, mapping, mode,
+  seed, cycles, verified, breakdown, guide, wall time, tokens), committed as each simulation
+  completes, so a killed run loses at most the simulation in flight and a rerun finds every
+  finished one (`trial`) instead of simulating it again.
+* `results`: one summary row per (target, workload, kind, config): a default or a solve.
+* `claims`: which process is working on which instance, so two `bench` processes on one store
+  share the work instead of both doing all of it; a claim whose owner died is taken over.
+
+The config key hashes the KB digest (doc, grammar, rules, parameter overrides) and the
+target's code, so rows computed under another doc, override or simulator are never reused.
+SQLite in WAL mode with a busy timeout serialises concurrent writers without losing rows.
+A row that cannot be decoded (a foreign or damaged store) is skipped with a warning.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import socket
 import sqlite3
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from zomboss.errors import ZombossError
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (
     target     TEXT NOT NULL,
     workload   TEXT NOT NULL,
-    kind       TEXT NOT NULL,          -- 'default' | 'solve'
-    config     TEXT NOT NULL,          -- KB digest + overrides
+    kind       TEXT NOT NULL,          -- 'default' | 'solve:<guide>:<budget>' | 'exhaustive'
+    config     TEXT NOT NULL,          -- KB digest + overrides + target code
     ok         INTEGER NOT NULL,       -- 1: ran and verified, 0: failed or not verified
     cycles     INTEGER,
     wall_s     REAL,
@@ -29,7 +42,36 @@ CREATE TABLE IF NOT EXISTS results (
     created    REAL NOT NULL,
     PRIMARY KEY (target, workload, kind, config)
 );
+CREATE TABLE IF NOT EXISTS trials (
+    target     TEXT NOT NULL,
+    workload   TEXT NOT NULL,
+    config     TEXT NOT NULL,
+    mapping    TEXT NOT NULL,          -- Mapping.key(): the canonical mapping
+    mode       TEXT NOT NULL,          -- timing | checked | verified
+    seed       INTEGER NOT NULL,
+    cycles     INTEGER,
+    verified   INTEGER,                -- NULL: not verified (timing-only / checked)
+    guide      TEXT NOT NULL,
+    wall_s     REAL,
+    tokens     INTEGER,
+    payload    TEXT NOT NULL,          -- mapping JSON, breakdown, report
+    created    REAL NOT NULL,
+    PRIMARY KEY (target, workload, config, mapping, mode, seed)
+);
+CREATE TABLE IF NOT EXISTS claims (
+    target     TEXT NOT NULL,
+    workload   TEXT NOT NULL,
+    kind       TEXT NOT NULL,
+    config     TEXT NOT NULL,
+    owner      TEXT NOT NULL,          -- host:pid
+    created    REAL NOT NULL,
+    PRIMARY KEY (target, workload, kind, config)
+);
 """
+
+
+class StoreError(ZombossError):
+    """A results store that cannot be opened or is not a Zomboss store."""
 
 
 @dataclass(frozen=True)
@@ -44,17 +86,69 @@ class Row:
     payload: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class Trial:
+    mapping: str
+    mode: str
+    seed: int
+    cycles: int | None
+    verified: bool | None
+    guide: str
+    wall_s: float | None
+    tokens: int | None
+    payload: dict[str, Any]
+
+
+def _me() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _alive(owner: str) -> bool:
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname():
+        return True  # another machine's claim: trust it
+    try:
+        os.kill(int(pid), 0)
+    except (ValueError, ProcessLookupError):
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _warn(msg: str) -> None:
+    print(f"zomboss: warning: {msg}", file=sys.stderr)
+
+
 class Store:
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
-        self.db = sqlite3.connect(str(path), timeout=30)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.executescript(SCHEMA)
+        self.path = Path(path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.db = sqlite3.connect(str(self.path), timeout=60)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.executescript(SCHEMA)
+        except (sqlite3.DatabaseError, OSError) as e:
+            raise StoreError(f"{self.path}: not a usable results store ({e})") from None
+        try:
+            for table, cols in (("results", 9), ("trials", 13), ("claims", 6)):
+                have = len(self.db.execute(f"PRAGMA table_info({table})").fetchall())
+                if have != cols:
+                    raise StoreError(f"{self.path}: table {table!r} is not a Zomboss table ({have} columns)")
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{self.path}: not a usable results store ({e})") from None
 
     def close(self) -> None:
         self.db.close()
 
+    def _write(self, sql: str, args: tuple[Any, ...]) -> None:
+        try:
+            with self.db:  # one transaction per row
+                self.db.execute(sql, args)
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{self.path}: cannot write ({e})") from None
+
+    # ---- summary rows -----------------------------------------------------------------
     def has(self, target: str, workload: str, kind: str, config: str) -> bool:
         cur = self.db.execute(
             "SELECT 1 FROM results WHERE target=? AND workload=? AND kind=? AND config=? AND ok=1",
@@ -63,21 +157,20 @@ class Store:
         return cur.fetchone() is not None
 
     def put(self, target: str, workload: str, kind: str, config: str, ok: bool, payload: dict[str, Any]) -> None:
-        with self.db:  # one transaction per result
-            self.db.execute(
-                "INSERT OR REPLACE INTO results VALUES (?,?,?,?,?,?,?,?,?)",
-                (
-                    target,
-                    workload,
-                    kind,
-                    config,
-                    int(ok),
-                    payload.get("cycles"),
-                    payload.get("wall_s"),
-                    json.dumps(payload, default=str),
-                    time.time(),
-                ),
-            )
+        self._write(
+            "INSERT OR REPLACE INTO results VALUES (?,?,?,?,?,?,?,?,?)",
+            (
+                target,
+                workload,
+                kind,
+                config,
+                int(ok),
+                payload.get("cycles"),
+                payload.get("wall_s"),
+                json.dumps(payload, default=str),
+                time.time(),
+            ),
+        )
 
     def rows(self, target: str | None = None, kind: str | None = None) -> Iterator[Row]:
         q = "SELECT target, workload, kind, config, ok, cycles, wall_s, payload FROM results"
@@ -90,5 +183,129 @@ class Store:
             args.append(kind)
         if cond:
             q += " WHERE " + " AND ".join(cond)
-        for t, w, k, c, ok, cyc, wall, payload in self.db.execute(q + " ORDER BY target, created", args):
-            yield Row(t, w, k, c, bool(ok), cyc, wall, json.loads(payload))
+        for rec in self.db.execute(q + " ORDER BY target, created", args):
+            try:
+                t, w, k, c, ok, cyc, wall, payload = rec
+                data = json.loads(payload)
+                if not isinstance(data, dict):
+                    raise ValueError("payload is not an object")
+                yield Row(str(t), str(w), str(k), str(c), bool(ok), cyc, wall, data)
+            except (ValueError, TypeError) as e:
+                _warn(f"{self.path}: skipping an unreadable result row ({e})")
+
+    # ---- trials -----------------------------------------------------------------------
+    def trial(self, target: str, workload: str, config: str, mapping: str, mode: str, seed: int) -> Trial | None:
+        cur = self.db.execute(
+            "SELECT mapping, mode, seed, cycles, verified, guide, wall_s, tokens, payload FROM trials "
+            "WHERE target=? AND workload=? AND config=? AND mapping=? AND mode=? AND seed=?",
+            (target, workload, config, mapping, mode, seed),
+        )
+        rec = cur.fetchone()
+        if rec is None:
+            return None
+        try:
+            return Trial(
+                rec[0],
+                rec[1],
+                int(rec[2]),
+                rec[3],
+                None if rec[4] is None else bool(rec[4]),
+                rec[5],
+                rec[6],
+                rec[7],
+                json.loads(rec[8]),
+            )
+        except (ValueError, TypeError) as e:
+            _warn(f"{self.path}: ignoring an unreadable trial row ({e})")
+            return None
+
+    def put_trial(
+        self,
+        target: str,
+        workload: str,
+        config: str,
+        mapping: str,
+        mode: str,
+        seed: int,
+        *,
+        cycles: int | None,
+        verified: bool | None,
+        guide: str,
+        wall_s: float,
+        tokens: int | None,
+        payload: dict[str, Any],
+    ) -> None:
+        self._write(
+            "INSERT OR REPLACE INTO trials VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                target,
+                workload,
+                config,
+                mapping,
+                mode,
+                seed,
+                cycles,
+                None if verified is None else int(verified),
+                guide,
+                wall_s,
+                tokens,
+                json.dumps(payload, default=str),
+                time.time(),
+            ),
+        )
+
+    def trials(self, target: str, workload: str, config: str) -> list[Trial]:
+        out = []
+        for rec in self.db.execute(
+            "SELECT mapping, mode, seed, cycles, verified, guide, wall_s, tokens, payload FROM trials "
+            "WHERE target=? AND workload=? AND config=? ORDER BY created",
+            (target, workload, config),
+        ):
+            try:
+                out.append(
+                    Trial(
+                        rec[0],
+                        rec[1],
+                        int(rec[2]),
+                        rec[3],
+                        None if rec[4] is None else bool(rec[4]),
+                        rec[5],
+                        rec[6],
+                        rec[7],
+                        json.loads(rec[8]),
+                    )
+                )
+            except (ValueError, TypeError) as e:
+                _warn(f"{self.path}: skipping an unreadable trial row ({e})")
+        return out
+
+    def forget(self, target: str, workload: str, config: str) -> None:
+        """`--fresh`: drop an instance's trials and summaries."""
+        self._write("DELETE FROM trials WHERE target=? AND workload=? AND config=?", (target, workload, config))
+        self._write("DELETE FROM results WHERE target=? AND workload=? AND config=?", (target, workload, config))
+
+    # ---- claims -----------------------------------------------------------------------
+    def claim(self, target: str, workload: str, kind: str, config: str) -> bool:
+        """True if this process may work on the instance (unclaimed, ours, or its owner died)."""
+        me = _me()
+        try:
+            with self.db:
+                row = self.db.execute(
+                    "SELECT owner FROM claims WHERE target=? AND workload=? AND kind=? AND config=?",
+                    (target, workload, kind, config),
+                ).fetchone()
+                if row is not None and row[0] != me and _alive(row[0]):
+                    return False
+                self.db.execute(
+                    "INSERT OR REPLACE INTO claims VALUES (?,?,?,?,?,?)",
+                    (target, workload, kind, config, me, time.time()),
+                )
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{self.path}: cannot write ({e})") from None
+        return True
+
+    def release(self, target: str, workload: str, kind: str, config: str) -> None:
+        self._write(
+            "DELETE FROM claims WHERE target=? AND workload=? AND kind=? AND config=? AND owner=?",
+            (target, workload, kind, config, _me()),
+        )

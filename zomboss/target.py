@@ -176,3 +176,16 @@ def target_package(name: str) -> Path:
 def doc_path(name: str) -> Path:
     """The ISA doc of a registered target (`<folder>/<name>.md`)."""
     return target_package(name) / f"{name}.md"
+
+
+def config_key(name: str, params: Params) -> str:
+    """Identity of results for a target under parameter overrides: the KB digest (doc, grammar,
+    rules, overrides) plus the target's code. Rows under another key are never reused."""
+    import hashlib
+
+    from zomboss.knowledge import load_kb
+
+    h = hashlib.sha256(load_kb(doc_path(name), dict(params)).digest.encode())
+    for entry in sorted(target_package(name).rglob("*.py")):
+        h.update(entry.read_bytes())
+    return h.hexdigest()[:20]

@@ -1,0 +1,173 @@
+"""The candidate pool of a workload: clingo's skeletons, sized by CP-SAT under the doc's cost.
+
+Skeletons that agree on every symbolic knob the integer problem, the cost estimate and the
+cost bound read form one *cost class*: CP-SAT sees them as the same problem, so it is solved
+once per class. Each class yields its best K sizings by the estimate and its bound (the
+minimum of the doc's `cost bound` over every legal sizing of the class, proven by CP-SAT),
+and the pool offers the class's representative skeleton — the one closest to Candidate-0 —
+with those sizings. The other members stay reachable by knob edits (guides refine by them).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from zomboss.solvers.enumerate import skeletons
+from zomboss.solvers.sizing import SizingModel, relevant_symbolic
+
+from zomboss import expr as ex
+from zomboss.knowledge import KB
+from zomboss.mapping import Mapping as KnobMapping
+from zomboss.mapping import Space, space
+
+
+@dataclass(frozen=True)
+class Candidate:
+    mapping: KnobMapping
+    estimate: int | None  # the doc's cost estimate (None: the doc has none)
+    bound: int | None  # the doc's cost bound of this mapping
+    source: str  # "library", "exo", "cpsat", "refine", a guide's name, ...
+
+
+@dataclass
+class CostClass:
+    key: tuple[tuple[str, str], ...]
+    members: list[dict[str, str]]  # skeletons, representative first
+    sizings: list[dict[str, int]] = field(default_factory=list)  # best K by the estimate
+    bound: int | None = None  # lower bound of the doc's cost bound over the class (None: unknown)
+    feasible: bool = True
+
+
+@dataclass
+class Pool:
+    space: Space
+    shape: dict[str, int]
+    classes: list[CostClass]
+    skeleton_count: int
+    seconds: dict[str, float]
+
+    def candidates(self) -> list[Candidate]:
+        """Every class's best sizings on its representative, best estimate first."""
+        out = []
+        for c in self.classes:
+            if not c.feasible:
+                continue
+            for s in c.sizings:
+                m = self.space.from_skeleton(c.members[0], s, self.shape)
+                out.append(
+                    Candidate(
+                        m,
+                        self.space.cost("estimate", m, self.shape),
+                        self.space.cost("bound", m, self.shape),
+                        "cpsat",
+                    )
+                )
+        out.sort(key=lambda c: (c.estimate if c.estimate is not None else 0, c.mapping.key()))
+        return out
+
+    def lowest_bound(self) -> int | None:
+        """The tightest sound bound over the whole legal space (None if some class has none)."""
+        bounds = [c.bound for c in self.classes if c.feasible]
+        if not bounds or any(b is None for b in bounds):
+            return None
+        return min(b for b in bounds if b is not None)
+
+
+def cost_relevant(sp: Space) -> tuple[str, ...]:
+    """Symbolic knobs that change the integer problem, the estimate or the bound."""
+    names = set(relevant_symbolic(sp))
+    symbolic = {k.name for k in sp.symbolic}
+    for c in sp.costs.values():
+        names |= {r.name for r in ex.refs(c.expr)} & symbolic
+    return tuple(k.name for k in sp.symbolic if k.name in names)
+
+
+def _distance(s: Mapping[str, str], ref: Mapping[str, object] | None) -> int:
+    if ref is None:
+        return 0
+    return sum(1 for k, v in s.items() if ref.get(k) != v)
+
+
+def build_pool(
+    kb: KB,
+    op: str,
+    shape: Mapping[str, int],
+    *,
+    k: int = 2,
+    near: KnobMapping | None = None,
+    time_limit: float = 1.0,
+    budget_s: float = 60.0,
+) -> Pool:
+    """Enumerate, class and size. `near` (Candidate-0) picks each class's representative;
+    `budget_s` caps the CP-SAT time (classes left unsized are marked with bound None)."""
+    sp = space(kb, op)
+    t0 = time.perf_counter()
+    sks = [s.as_dict() for s in skeletons(kb, op, shape)]
+    t1 = time.perf_counter()
+    rel = cost_relevant(sp)
+    classes: dict[tuple[tuple[str, str], ...], CostClass] = {}
+    for s in sks:
+        key = tuple((n, s[n]) for n in rel)
+        classes.setdefault(key, CostClass(key, [])).members.append(s)
+    ref = near.as_dict() if near is not None else None
+    for c in classes.values():
+        c.members.sort(key=lambda s: _distance(s, ref))
+    est, bnd = sp.costs.get("estimate"), sp.costs.get("bound")
+    deadline = time.perf_counter() + budget_s
+    for c in classes.values():
+        if time.perf_counter() > deadline:
+            c.bound = None
+            continue
+        model = SizingModel(sp, shape, c.members[0])
+        first = model.solve(est.expr if est else None, time_limit)
+        if first is None:
+            c.feasible = False
+            continue
+        c.sizings = [first.values]
+        c.sizings += _more(model, est.expr if est else None, first.values, k - 1, time_limit)
+        if bnd is not None:
+            low = model.solve(bnd.expr, time_limit)
+            c.bound = None if low is None else low.bound
+    t2 = time.perf_counter()
+    return Pool(sp, dict(shape), list(classes.values()), len(sks), {"enumerate": t1 - t0, "size": t2 - t1})
+
+
+def _more(
+    model: SizingModel, objective: ex.Expr | None, first: dict[str, int], n: int, time_limit: float
+) -> list[dict[str, int]]:
+    """The next `n` best sizings: re-solve, each time excluding the sizings found so far."""
+    out: list[dict[str, int]] = []
+    seen = [first]
+    for _ in range(n):
+        for s in seen[len(out) :]:
+            _exclude(model, s)
+        sol = model.solve(objective, time_limit)
+        if sol is None:
+            break
+        out.append(sol.values)
+        seen.append(sol.values)
+    return out
+
+
+def _exclude(model: SizingModel, values: Mapping[str, int]) -> None:
+    """Forbid one assignment of the sized (active) integer knobs."""
+    lits = []
+    for name, var in model.vars.items():
+        b = model.model.new_bool_var(f"ne_{name}")
+        model.model.add(var != values[name]).only_enforce_if(b)
+        model.model.add(var == values[name]).only_enforce_if(b.negated())
+        lits.append(b)
+    if lits:
+        model.model.add_bool_or(lits)
+
+
+def candidates_of(pool: Pool, extra: Iterable[Candidate] = ()) -> list[Candidate]:
+    seen: set[str] = set()
+    out = []
+    for c in [*extra, *pool.candidates()]:
+        if c.mapping.key() not in seen:
+            seen.add(c.mapping.key())
+            out.append(c)
+    return out
