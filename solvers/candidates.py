@@ -47,6 +47,7 @@ class Pool:
     classes: list[CostClass]
     skeleton_count: int
     seconds: dict[str, float]
+    near: KnobMapping | None = None
 
     def candidates(self) -> list[Candidate]:
         """Every class's best sizings on its representative, best estimate first."""
@@ -64,7 +65,15 @@ class Pool:
                         "cpsat",
                     )
                 )
-        out.sort(key=lambda c: (c.estimate if c.estimate is not None else 0, c.mapping.key()))
+        ref = self.near.as_dict() if self.near is not None else None
+        # equal estimates: the candidate closest to Candidate-0 first (the estimate cannot tell them apart)
+        out.sort(
+            key=lambda c: (
+                c.estimate if c.estimate is not None else 0,
+                _distance(c.mapping.as_dict(), ref),
+                c.mapping.key(),
+            )
+        )
         return out
 
     def lowest_bound(self) -> int | None:
@@ -84,7 +93,7 @@ def cost_relevant(sp: Space) -> tuple[str, ...]:
     return tuple(k.name for k in sp.symbolic if k.name in names)
 
 
-def _distance(s: Mapping[str, str], ref: Mapping[str, object] | None) -> int:
+def _distance(s: Mapping[str, object], ref: Mapping[str, object] | None) -> int:
     if ref is None:
         return 0
     return sum(1 for k, v in s.items() if ref.get(k) != v)
@@ -97,7 +106,7 @@ def build_pool(
     *,
     k: int = 2,
     near: KnobMapping | None = None,
-    time_limit: float = 1.0,
+    time_limit: float = 0.3,
     budget_s: float = 60.0,
 ) -> Pool:
     """Enumerate, class and size. `near` (Candidate-0) picks each class's representative;
@@ -116,7 +125,8 @@ def build_pool(
         c.members.sort(key=lambda s: _distance(s, ref))
     est, bnd = sp.costs.get("estimate"), sp.costs.get("bound")
     deadline = time.perf_counter() + budget_s
-    for c in classes.values():
+    # classes nearest Candidate-0 first: when the CP-SAT budget runs out, the far ones go unsized
+    for c in sorted(classes.values(), key=lambda c: (_distance(c.members[0], ref), c.key)):
         if time.perf_counter() > deadline:
             c.bound = None
             continue
@@ -131,7 +141,7 @@ def build_pool(
             low = model.solve(bnd.expr, time_limit)
             c.bound = None if low is None else low.bound
     t2 = time.perf_counter()
-    return Pool(sp, dict(shape), list(classes.values()), len(sks), {"enumerate": t1 - t0, "size": t2 - t1})
+    return Pool(sp, dict(shape), list(classes.values()), len(sks), {"enumerate": t1 - t0, "size": t2 - t1}, near)
 
 
 def _more(

@@ -1,9 +1,10 @@
-"""Legal mapping skeletons from the KB, and their integer sizing.
+"""Legal mapping skeletons from the KB.
 
-clingo enumerates the discrete structure (one value per symbolic knob) under the KB's
-mapping constraints that involve only symbolic knobs and workload keys; CP-SAT then sizes the
-integer knobs of each skeleton under all constraints, optionally minimising an objective.
-Numeric ranges never reach the ASP grounder (grounding tile sizes blows up).
+clingo enumerates the discrete structure (one value per active symbolic knob; inactive ones
+carry their canonical value) under the mapping constraints that read only symbolic knobs,
+workload keys and parameters, grounding a small program of just those rules
+(`asp.enumeration_program`). CP-SAT then sizes the integer knobs of each skeleton
+(solvers/sizing.py); numeric ranges never reach the ASP grounder.
 """
 
 from __future__ import annotations
@@ -12,11 +13,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 import clingo
-from ortools.sat.python import cp_model
-from zomboss.solvers.cpsat import SizingError, Translator
 
 from zomboss import asp
-from zomboss import expr as ex
 from zomboss import facts as F
 from zomboss.errors import ZombossError
 from zomboss.knowledge import KB
@@ -61,46 +59,3 @@ def _program(kb: KB, op: str) -> str:
         assert ms is not None
         _PROGRAMS[key] = asp.enumeration_program(kb, ms) + ":- mviolation(_).\n#show skeleton/3.\n"
     return _PROGRAMS[key]
-
-
-@dataclass(frozen=True)
-class Sizing:
-    values: dict[str, int]
-    objective: int | None
-    bound: int | None  # CP-SAT's lower bound on the objective for this skeleton
-    optimal: bool
-
-
-def size(
-    kb, op: str, shape: Mapping[str, int], skeleton: Skeleton, objective: ex.Expr | None = None, time_limit: float = 5.0
-) -> Sizing | None:
-    """Integer knob values satisfying every constraint for this skeleton (None if none)."""
-    space = kb.mapping_space(op)
-    assert space is not None
-    model = cp_model.CpModel()
-    consts: dict[str, int | str] = {**kb.params, **shape, **skeleton.as_dict()}
-    variables, bounds = {}, {}
-    for k in space.knobs:
-        if k.values:
-            continue
-        lo, hi = int(ex.evaluate(k.lo, kb.params)), int(ex.evaluate(k.hi, kb.params))  # type: ignore[call-overload]
-        variables[k.name] = model.new_int_var(lo, hi, k.name)
-        bounds[k.name] = (lo, hi)
-    tr = Translator(model, consts, variables, bounds)
-    try:
-        for c in space.constraints:
-            tr.require(c.expr)
-        if objective is not None:
-            model.minimize(tr.term(objective).expr)
-    except SizingError as e:
-        raise SizingError(f"{op}: {e}") from None
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = time_limit
-    solver.parameters.num_workers = 1
-    status = solver.solve(model)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None
-    vals = {k: int(solver.value(v)) for k, v in variables.items()}
-    if objective is None:
-        return Sizing(vals, None, None, status == cp_model.OPTIMAL)
-    return Sizing(vals, int(solver.objective_value), int(solver.best_objective_bound), status == cp_model.OPTIMAL)

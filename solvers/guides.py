@@ -64,6 +64,13 @@ class SearchState:
     simulated: list[Simulated] = field(default_factory=list)
     rejected: list[Rejection] = field(default_factory=list)
     pruned: int = 0
+    kb: Any = None  # the KB, so that guides may ask it before proposing (the search asks again)
+    rejected_keys: set[str] = field(default_factory=set)
+    pruned_keys: set[str] = field(default_factory=set)
+
+    def legal(self, m: KnobMapping) -> bool:
+        """The KB's verdict (guides may filter with it; the search re-checks every proposal)."""
+        return self.kb is None or not self.space.violations(self.kb, m, self.shape)
 
     def best(self) -> Simulated:
         return min([self.default, *self.simulated], key=lambda s: (s.cycles, s.mapping.key()))
@@ -86,7 +93,7 @@ class Guide(Protocol):
 def refinements(state: SearchState, base: KnobMapping) -> list[KnobMapping]:
     """Single-knob edits of `base` that stay in the knobs' domains and change the kernel,
     not yet simulated (legality is the search's business, not the guide's)."""
-    seen = state.seen()
+    seen = state.seen() | state.rejected_keys | state.pruned_keys
     out = []
     for name, value in iter_knob_edits(state.space, base, state.shape):
         m = state.space.mapping({**base.as_dict(), name: value}, state.shape)
@@ -96,8 +103,9 @@ def refinements(state: SearchState, base: KnobMapping) -> list[KnobMapping]:
 
 
 class CostGuide:
-    """The doc's cost estimate decides: references, then the pool best-estimate first, then
-    refinements of the best kernel (best estimate first); one refinement every fourth pick."""
+    """The doc's cost estimate decides: references first, then the pool (best estimate first)
+    alternating with single-knob refinements of the best kernel so far (best estimate first),
+    so the search both samples the space and climbs from the best point it has."""
 
     name = "cost"
 
@@ -117,7 +125,7 @@ class CostGuide:
                     seen.add(m.key())
         while len(out) < n:
             self._picks += 1
-            if self._picks % 4 == 0 or self._pool_pos >= len(state.pool):
+            if self._picks % 2 == 0 or self._pool_pos >= len(state.pool):
                 ref = self._refinement(state, seen)
                 if ref is not None:
                     out.append(Proposal(ref.as_dict(), source="refine", note="edit of the best kernel so far"))
@@ -135,7 +143,7 @@ class CostGuide:
         return out[:n]
 
     def _refinement(self, state: SearchState, taken: set[str]) -> KnobMapping | None:
-        cands = [m for m in refinements(state, state.best().mapping) if m.key() not in taken]
+        cands = [m for m in refinements(state, state.best().mapping) if m.key() not in taken and state.legal(m)]
         if not cands:
             return None
         return min(cands, key=lambda m: (state.estimate(m) or 0, m.key()))

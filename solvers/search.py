@@ -44,8 +44,8 @@ class SolveConfig:
     patience: int = 12  # stop after this many simulations without a gain of more than `min_gain`
     min_gain: float = 0.001
     batch: int = 4
-    k: int = 2  # sizings per cost class
-    pool_seconds: float = 30.0
+    k: int = 1  # sizings per cost class
+    pool_seconds: float = 8.0
     guide_options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -208,7 +208,7 @@ def solve(
     )
     pool: Pool = build_pool(kb, wl.op, wl.shape, k=cfg.k, near=c0, budget_s=cfg.pool_seconds)
     others = {n: m for n, m in refs.items() if n != "library"}
-    state = SearchState(sp, dict(wl.shape), default, others, pool.candidates())
+    state = SearchState(sp, dict(wl.shape), default, others, pool.candidates(), kb=kb)
     sims = since_gain = 0
     history: list[dict[str, Any]] = []
     while sims < cfg.budget and since_gain < cfg.patience:
@@ -221,6 +221,10 @@ def solve(
             got = check_proposal(kb, sp, wl.shape, state, p)
             if isinstance(got, Rejection):
                 state.rejected.append(got)
+                try:
+                    state.rejected_keys.add(sp.mapping(p.values, wl.shape).key())
+                except MappingError:
+                    pass
                 continue
             if got.key() in state.seen():
                 continue
@@ -228,6 +232,7 @@ def solve(
             best = state.best()
             if bound is not None and bound >= best.cycles:
                 state.pruned += 1
+                state.pruned_keys.add(got.key())
                 continue
             cycles, _, bd, wall, cached = runner.run(got, Mode.TIMING, 0, p.source or guide.name)
             sims += 1

@@ -365,7 +365,7 @@ class _Builder:
                     )
                 )
         self.doc.mappings.append(
-            dm.MappingSpace(str(c[0]), tuple(knobs), tuple(cons), self.loc(t), tuple(lets.items()))
+            dm.MappingSpace(str(c[0]), tuple(knobs), tuple(cons), self.loc(t), tuple(lets.items()), tuple(costs))
         )
 
     def _knob(self, x: Tree, lets: dict[str, ex.Expr]) -> dm.Knob:

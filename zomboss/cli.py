@@ -302,43 +302,84 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from zomboss.bench import report, run_bench, suites_for
+    from zomboss.bench import kind_of, run_bench, select, suites_for
+    from zomboss.cache import results_dir
+    from zomboss.report import rows_of, write_report
+    from zomboss.store import Store
+    from zomboss.target import config_key, get_target
 
     suites = suites_for(args.suite)
-    overrides = _param_overrides(args.param)
-    db = Path(args.db)
+    params = _param_overrides(args.param)
+    db = _db(args)
+    guide = None if args.defaults_only else args.guide
+    kind = kind_of(guide, args.budget, args.seed, args.exhaustive)
+    pairs = select(suites, args.only or (), args.subset)
     t0 = time.perf_counter()
-    store = run_bench(suites, db, args.workers, overrides, only=args.only or (), progress=not args.json)
-    rows = report(store, suites, overrides, None if args.no_plot else Path(args.plot))
-    store.close()
+    results = run_bench(
+        pairs,
+        db,
+        kind=kind,
+        guide=args.guide,
+        budget=args.budget,
+        seed=args.seed,
+        time_limit=args.time_limit,
+        workers=args.workers,
+        ray_address=args.ray,
+        params=params,
+        guide_options=_llm_options(args),
+        fresh=args.fresh,
+        progress=not args.json,
+    )
     wall = time.perf_counter() - t0
+    ops = {(t, w): get_target(t).workload(w).op for t, w in pairs}
+    optima: dict[tuple[str, str], int] = {}
+    store = Store(db)
+    for t in suites:
+        key = config_key(t, params)
+        for row in store.rows(t, "exhaustive"):
+            if row.config == key and row.ok and row.payload.get("optimum_cycles"):
+                optima[(t, row.workload)] = int(row.payload["optimum_cycles"])
+    store.close()
+    rows = rows_of({p: results[p] for p in pairs if p in results}, ops, optima)
+    folder = Path(args.report) if args.report else results_dir()
+    config = {
+        "kind": kind,
+        "suites": ", ".join(suites),
+        "instances": len(pairs),
+        "params": params or "doc defaults",
+        "workers": args.workers,
+        "store": str(db),
+        "wall time": f"{wall:.1f} s",
+    }
+    report = write_report(rows, folder, "Zomboss bench report", config)
     if args.json:
-        print(json.dumps({"db": str(db), "wall_s": wall, "results": rows}, indent=2, default=str))
+        print(
+            json.dumps({"db": str(db), "report": str(report), "wall_s": wall, "results": rows}, indent=2, default=str)
+        )
     else:
         from rich.console import Console
         from rich.table import Table
 
-        table = Table(title=f"compiler defaults ({db})")
-        for col in ("target", "workload", "verified", "cycles", "bound", "bound/cycles", "wall s"):
-            table.add_column(col, justify="right" if col not in ("target", "workload") else "left")
+        table = Table(title=f"{kind} ({db})")
+        for col in ("target", "workload", "verified", "default", "best", "speedup", "bound/best", "sims", "wall s"):
+            table.add_column(col, justify="left" if col in ("target", "workload") else "right")
         for r in rows:
-            eff = f"{r['efficiency']:.2f}" if r["efficiency"] else "-"
             table.add_row(
                 r["target"],
                 r["workload"],
                 "yes" if r["verified"] else ("ERROR" if r["error"] else "no"),
-                str(r["cycles"] or "-"),
-                str(r["bound_cycles"] or "-"),
-                eff,
-                f"{r['wall_s'] or 0:.2f}",
+                str(r["default"] or "-"),
+                str(r["best"] or "-"),
+                f"{r['speedup']:.3f}" if r["speedup"] else "-",
+                f"{r['pct_bound']:.1%}" if r["pct_bound"] else "-",
+                str(r["simulations"] if r["simulations"] is not None else "-"),
+                f"{r['wall_s'] or 0:.1f}",
             )
         Console().print(table)
         for r in rows:
             if r["error"]:
                 print(f"{r['target']}:{r['workload']}: {r['error']}")
-        if not args.no_plot:
-            print(f"plot: {args.plot}")
-        print(f"{sum(r['verified'] for r in rows)}/{len(rows)} verified; bench wall time {wall:.1f}s")
+        print(f"{sum(r['verified'] for r in rows)}/{len(rows)} verified; report: {report}; bench wall time {wall:.1f}s")
     return 0 if rows and all(r["verified"] for r in rows) else 1
 
 
@@ -430,13 +471,27 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("-o", "--output", required=True, metavar="FILE")
     e.add_argument("--mapping", metavar="FILE.json", help="export this mapping's kernel instead of Candidate-0")
     e.set_defaults(fn=cmd_export)
-    bn = sub.add_parser("bench", parents=[common], help="the whole suite: results DB + report")
-    bn.add_argument("--suite", default="all", help="gemmini, plena or all")
-    bn.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="process pool size")
-    bn.add_argument("--db", default="results/zomboss.sqlite", help="results store (SQLite); reruns resume")
-    bn.add_argument("--plot", default="results/defaults.png")
-    bn.add_argument("--no-plot", action="store_true")
+    bn = sub.add_parser("bench", parents=[common], help="search every suite instance: results DB + report")
+    bn.add_argument("--suite", default="all", help="a target name, or all")
+    bn.add_argument("--guide", default="cost", choices=["cost", "surrogate", "llm"])
+    bn.add_argument("--budget", type=int, default=32, metavar="N")
+    bn.add_argument("--seed", type=int, default=0)
+    bn.add_argument("--exhaustive", action="store_true", help="exhaustive branch and bound per instance")
+    bn.add_argument("--time-limit", type=float, default=None, metavar="S", help="per-instance limit for --exhaustive")
+    bn.add_argument("--defaults-only", action="store_true", help="only Candidate-0 of every instance (no search)")
+    bn.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="local process pool size")
+    bn.add_argument("--ray", default=None, metavar="ADDRESS", help="fan out over a Ray cluster (zomboss[ray])")
+    bn.add_argument("--db", default=None, metavar="FILE", help="results store (default: $ZOMBOSS_RESULTS or results/)")
+    bn.add_argument("--report", default=None, metavar="DIR", help="where report.md and the plots go")
+    bn.add_argument("--fresh", action="store_true", help="forget stored results of these instances first")
     bn.add_argument("--only", action="append", metavar="WORKLOAD", help="restrict to these suite ids (repeatable)")
+    bn.add_argument("--subset", action="store_true", help="one representative (smallest) instance per op family")
+    bn.add_argument("--llm-base-url", default=None)
+    bn.add_argument("--llm-model", default=None)
+    bn.add_argument("--llm-timeout", type=float, default=None)
+    bn.add_argument("--llm-max-rounds", type=int, default=None)
+    bn.add_argument("--llm-record", default=None)
+    bn.add_argument("--llm-replay", default=None)
     bn.set_defaults(fn=cmd_bench)
     return p
 

@@ -8,11 +8,13 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from zomboss.solvers.enumerate import size, skeletons
+from zomboss.solvers.enumerate import skeletons
+from zomboss.solvers.sizing import SizingModel
 
 from zomboss import expr as ex
 from zomboss.check import check_mapping_values
 from zomboss.knowledge import load_kb
+from zomboss.mapping import space
 
 TOY = Path(__file__).parents[1] / "zomboss" / "data" / "toy.md"
 
@@ -32,7 +34,7 @@ def test_sizing_respects_all_constraints_and_minimises(kb):
     for sk in skeletons(kb, "matmul", shape):
         # maximise the tile volume (minimise its negation)
         obj = ex.Un("neg", ex.Bin("*", ex.Ref(("tile_i",)), ex.Ref(("tile_k",))))
-        s = size(kb, "matmul", shape, sk, obj)
+        s = SizingModel(space(kb, "matmul"), shape, sk.as_dict()).solve(obj)
         assert s is not None and s.optimal
         values = {**shape, **s.values, **sk.as_dict()}
         assert check_mapping_values(kb, "matmul", values, "m").legal
@@ -46,7 +48,7 @@ def test_infeasible_skeleton_returns_none(kb):
     shape = {"M": 1, "N": 1, "K": 1}
     (sk, *_) = list(skeletons(kb, "matmul", shape))
     # tile_i*4 <= M+3 = 4 forces tile_i = 1; require tile_i >= 2 through the objective-free check
-    s = size(kb, "matmul", shape, sk)
+    s = SizingModel(space(kb, "matmul"), shape, sk.as_dict()).solve()
     assert s is not None and s.values["tile_i"] == 1
 
 

@@ -1,0 +1,95 @@
+"""The search loop on real targets (smallest instances, tiny budgets): Candidate-0 first,
+only verified kernels out, illegal proposals rejected with their rule and doc line, the
+store making a rerun repeat nothing, and every pool candidate lowering to a program the
+simulator accepts."""
+
+from __future__ import annotations
+
+import pytest
+from zomboss.solvers.candidates import build_pool
+from zomboss.solvers.guides import Proposal, SearchState
+from zomboss.solvers.search import SolveConfig, solve
+
+from zomboss.mapping import space
+from zomboss.store import Store
+from zomboss.target import Mode, get_target, target_names
+
+
+def _smallest(t):
+    return min(t.suite(), key=lambda w: (t.bound(w, {}), w.id))
+
+
+@pytest.fixture(scope="module", params=target_names())
+def case(request):
+    t = get_target(request.param)
+    return t, _smallest(t)
+
+
+def test_solve_returns_a_verified_kernel_no_slower_than_candidate0(case, tmp_path):
+    t, wl = case
+    res = solve(t, wl, {}, SolveConfig(budget=4), store=Store(tmp_path / "s.sqlite"))
+    d = res.to_json()
+    assert d["verified"] is True and d["cycles"] <= d["default_cycles"]
+    assert 0 < d["simulations"] <= 4
+    for key in ("target", "workload", "mapping", "wall_s", "bound_cycles", "breakdown", "breakdown_default"):
+        assert key in d
+    if d["candidate"] != "candidate-0":
+        assert all(v["verified"] for v in d["verification"][-1]["seeds"])
+        assert {s["seed"] for s in d["verification"][-1]["seeds"]} == {0, 1}
+
+
+def test_rerun_repeats_no_simulation(case, tmp_path):
+    t, wl = case
+    db = tmp_path / "s.sqlite"
+    first = solve(t, wl, {}, SolveConfig(budget=3), store=Store(db))
+    again = solve(t, wl, {}, SolveConfig(budget=3), store=Store(db))
+    assert again.cached >= again.simulations + 1  # every trial (and Candidate-0) came from the store
+    assert (again.cycles, again.mapping) == (first.cycles, first.mapping)
+
+
+class _Scripted:
+    """A guide that proposes an illegal mapping, then a legal one, then stops."""
+
+    name = "scripted"
+
+    def __init__(self, illegal, legal):
+        self.batches = [[illegal, legal]]
+
+    def propose(self, state: SearchState, n: int) -> list[Proposal]:
+        return self.batches.pop(0) if self.batches else []
+
+
+def test_illegal_proposal_comes_back_with_rule_and_doc_line(case):
+    t, wl = case
+    kb = t.kb({})
+    sp = space(kb, wl.op)
+    base = t.reference_mappings(wl, {})["library"]
+    bad = None
+    for k in sp.integer:
+        m = sp.mapping({**base.as_dict(), k.name: k.hi}, wl.shape)
+        if sp.violations(kb, m, wl.shape):
+            bad = m
+            break
+    if bad is None:
+        pytest.skip(f"no single integer knob at its maximum is illegal for {wl.id}")
+    guide = _Scripted(Proposal(bad.as_dict(), source="test"), Proposal({"no_such_knob": 1}, source="test"))
+    res = solve(t, wl, {}, SolveConfig(budget=4), guide=guide)
+    assert res.simulations == 0 and len(res.rejected) == 2
+    v = res.rejected[0].violations[0]
+    assert v["rule"] and ":" in v["doc"] and v["doc"].split(":")[-1].isdigit()
+    assert res.rejected[1].violations[0]["rule"] == "mapping.domain"
+    assert res.to_json()["is_default"] is True
+
+
+def test_every_pool_candidate_lowers_to_an_accepted_program(case):
+    t, wl = case
+    kb = t.kb({})
+    inst = t.instance(wl, {}, 0)
+    pool = build_pool(kb, wl.op, wl.shape, k=1, near=t.reference_mappings(wl, {})["library"], budget_s=20)
+    cands = pool.candidates()
+    assert cands, "the pool is empty"
+    for c in cands[:: max(1, len(cands) // 12)][:12]:
+        ev = t.evaluate(inst, c.mapping, Mode.CHECKED)
+        assert ev.cycles > 0
+        if c.bound is not None:
+            assert c.bound <= ev.cycles, f"the doc's bound {c.bound} exceeds simulated {ev.cycles}: {c.mapping.key()}"
