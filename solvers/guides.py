@@ -65,6 +65,7 @@ class SearchState:
     rejected: list[Rejection] = field(default_factory=list)
     pruned: int = 0
     kb: Any = None  # the KB, so that guides may ask it before proposing (the search asks again)
+    workload: str = ""  # the suite id (or inline spec) being searched
     rejected_keys: set[str] = field(default_factory=set)
     pruned_keys: set[str] = field(default_factory=set)
 

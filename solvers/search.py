@@ -74,6 +74,7 @@ class SolveResult:
     verification: list[dict[str, Any]] = field(default_factory=list)
     history: list[dict[str, Any]] = field(default_factory=list)
     optimum_cycles: int | None = None
+    llm: dict[str, Any] | None = None  # the LLM guide's usage: calls, prompt/completion/cached/reasoning tokens
     legal_mappings: int | None = None  # exhaustive runs: every legal mapping of the declared space
     complete: bool | None = None  # exhaustive runs: every legal mapping simulated or pruned
 
@@ -113,6 +114,8 @@ class SolveResult:
             out["guide_note"] = self.guide_note
         if self.tokens is not None:
             out["tokens"] = self.tokens
+        if self.llm is not None:
+            out["llm"] = self.llm
         if self.optimum_cycles is not None:
             out["optimum_cycles"] = self.optimum_cycles
         if self.legal_mappings is not None:
@@ -208,7 +211,7 @@ def solve(
     )
     pool: Pool = build_pool(kb, wl.op, wl.shape, k=cfg.k, near=c0, budget_s=cfg.pool_seconds)
     others = {n: m for n, m in refs.items() if n != "library"}
-    state = SearchState(sp, dict(wl.shape), default, others, pool.candidates(), kb=kb)
+    state = SearchState(sp, dict(wl.shape), default, others, pool.candidates(), kb=kb, workload=wl.id)
     sims = since_gain = 0
     history: list[dict[str, Any]] = []
     while sims < cfg.budget and since_gain < cfg.patience:
@@ -248,6 +251,9 @@ def solve(
                 progress(f"{t.name}:{wl.id}", sims, cfg.budget)
     winner, verification = verify_winner(runner, state)
     tokens = getattr(guide, "tokens", None)
+    if store is not None and hasattr(guide, "store_calls"):
+        guide.store_calls(store, t.name, wl.id, runner.config)  # one row per LLM call, with its usage
+    usage = guide.usage() if hasattr(guide, "usage") else None
     return SolveResult(
         target=t.name,
         workload=wl.id,
@@ -271,6 +277,7 @@ def solve(
         tokens=tokens if isinstance(tokens, int) else None,
         verification=verification,
         history=history,
+        llm=usage if isinstance(usage, dict) else None,
     )
 
 

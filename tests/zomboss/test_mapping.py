@@ -94,7 +94,7 @@ def test_violations_name_the_constraint_and_doc_line(kb, sp):
     m = sp.mapping({"loop": "hw", "order": "ji", "init": "bias", "tile": 20}, SHAPE)
     found = {v.rule: v for v in sp.violations(kb, m, SHAPE)}
     assert set(found) == {"g.cover", "g.fit", "g.bias", "g.hw_order"}
-    assert found["g.hw_order"].doc_loc.endswith(":23")
+    assert found["g.hw_order"].doc_loc.endswith(":28")
     assert found["g.fit"].values["tile"] == 20
 
 
@@ -184,6 +184,6 @@ def test_python_asp_and_cpsat_agree_on_legality(kb, sp, loop, order, unroll, fla
 )
 def test_bad_knob_declarations_are_refused(tmp_path, text, message):
     doc = tmp_path / "bad.md"
-    doc.write_text(f"```isa\nworkload w(M)\nmapping w {{\n  {text}\n}}\n```\n")
+    doc.write_text(f"```isa\ninstr nop()\n  unit ctrl\nworkload w(M)\nmapping w {{\n  {text}\n}}\n```\n")
     with pytest.raises(DocError, match=message):
         load_kb(doc, use_cache=False)

@@ -1,0 +1,583 @@
+"""An OpenAI-compatible chat client for the LLM guide and the direct-generation baseline.
+
+Built on the `openai` package, with its own transport policy so that every failure is
+bounded, accounted and reproducible:
+
+* configuration from arguments or the environment: `OPENAI_BASE_URL`, `ZOMBOSS_LLM_MODEL`,
+  `OPENAI_API_KEY` (none is needed for a local server; a placeholder is sent then);
+* bounded retries with exponential backoff for timeouts, HTTP 429 (honouring `Retry-After`
+  and `retry-after-ms`), 5xx, dropped connections and unusable bodies (not JSON, no
+  `choices`, larger than `max_answer_bytes`, slower than the timeout in total); other 4xx
+  are refused at once (`LlmRefused`, with the status, so a caller can drop an unsupported
+  request feature such as tools or `response_format`);
+* token accounting from each response's `usage`: prompt, completion, cached-prompt
+  (`prompt_tokens_details.cached_tokens`) and reasoning
+  (`completion_tokens_details.reasoning_tokens`) tokens, per call, including the tokens of
+  attempts whose answer was then rejected;
+* record / replay: `record=FILE.jsonl` writes every request with the raw body (or the error)
+  of each of its attempts; `replay=FILE.jsonl` serves the same calls from that file with no
+  server, through the same parsing, so a replayed run gives identical results and token
+  counts. A request that differs from the recording is an error (`ReplayMismatch`).
+
+The API key is never written anywhere: it is kept out of reprs, recordings (no headers are
+recorded), exception messages and answers (every body is scrubbed of it before anything
+reads it). Answers are data: nothing here executes them.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import math
+import os
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from zomboss.errors import ZombossError
+
+DEFAULT_TIMEOUT = 60.0
+DEFAULT_RETRIES = 3
+MAX_ANSWER_BYTES = 1_000_000
+PLACEHOLDER_KEY = "no-key"  # sent to servers that need none (vLLM, llama.cpp, Ollama)
+RECORDING_VERSION = 1
+
+
+class LlmError(ZombossError):
+    """A call that failed after its retries (`reason`: a short cause such as "HTTP 500")."""
+
+    def __init__(self, reason: str, attempts: int = 1, status: int | None = None) -> None:
+        self.reason, self.attempts, self.status = reason, attempts, status
+        super().__init__(f"LLM call failed after {attempts} attempt(s): {reason}")
+
+
+class LlmRefused(LlmError):
+    """A request the server refused (a 4xx other than 408/409/429): not retried."""
+
+
+class ReplayMismatch(ZombossError):
+    """A replayed run asked something the recording does not hold."""
+
+
+class LlmConfigError(ZombossError):
+    """No endpoint (or an unusable one) configured."""
+
+
+# ---- usage -----------------------------------------------------------------------------------
+
+
+def _count(v: object) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 40 else 0
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt: int = 0
+    completion: int = 0
+    cached: int = 0  # part of `prompt` served from the provider's prompt cache
+    reasoning: int = 0  # part of `completion` spent on hidden reasoning
+
+    @property
+    def total(self) -> int:
+        return self.prompt + self.completion
+
+    def __add__(self, o: Usage) -> Usage:
+        return Usage(
+            self.prompt + o.prompt, self.completion + o.completion, self.cached + o.cached, self.reasoning + o.reasoning
+        )
+
+    @classmethod
+    def of(cls, data: object) -> Usage:
+        """The usage fields of a response body (missing or ill-typed fields count 0)."""
+        if not isinstance(data, Mapping):
+            return cls()
+        u = data.get("usage")
+        if not isinstance(u, Mapping):
+            return cls()
+        pd, cd = u.get("prompt_tokens_details"), u.get("completion_tokens_details")
+        return cls(
+            _count(u.get("prompt_tokens")),
+            _count(u.get("completion_tokens")),
+            _count(pd.get("cached_tokens")) if isinstance(pd, Mapping) else 0,
+            _count(cd.get("reasoning_tokens")) if isinstance(cd, Mapping) else 0,
+        )
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "prompt": self.prompt,
+            "completion": self.completion,
+            "cached": self.cached,
+            "reasoning": self.reasoning,
+            "total": self.total,
+        }
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # the raw JSON text the model wrote (parsed by the caller, as data)
+
+
+@dataclass(frozen=True)
+class Reply:
+    content: str | None
+    tool_calls: tuple[ToolCall, ...]
+    finish_reason: str
+    usage: Usage  # of every attempt of this call
+
+
+@dataclass
+class CallRecord:
+    """One logical call (all its attempts): what the results store gets per call."""
+
+    n: int
+    purpose: str
+    usage: Usage
+    attempts: int
+    wall_s: float
+    ok: bool
+    reason: str = ""  # why it failed (or why an attempt was retried)
+    finish_reason: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "purpose": self.purpose,
+            **self.usage.to_json(),
+            "attempts": self.attempts,
+            "wall_s": round(self.wall_s, 3),
+            "ok": self.ok,
+            "reason": self.reason,
+            "finish_reason": self.finish_reason,
+        }
+
+
+# ---- configuration ---------------------------------------------------------------------------
+
+
+@dataclass
+class LlmConfig:
+    base_url: str | None = None
+    model: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    timeout: float = DEFAULT_TIMEOUT
+    retries: int = DEFAULT_RETRIES
+    backoff: float = 1.0  # first retry waits about this long, doubling (with jitter) up to max_backoff
+    max_backoff: float = 30.0
+    max_retry_after: float = 60.0  # a longer Retry-After is capped to this
+    max_answer_bytes: int = MAX_ANSWER_BYTES
+    max_tokens: int = 2048
+    temperature: float = 0.0
+    seed: int = 0
+
+    @classmethod
+    def from_options(
+        cls,
+        base_url: str | None = None,
+        model: str | None = None,
+        api_key: str | None = None,
+        timeout: float | None = None,
+        **rest: Any,
+    ) -> LlmConfig:
+        """Flags first, then `OPENAI_BASE_URL`, `ZOMBOSS_LLM_MODEL`, `OPENAI_API_KEY`."""
+        return cls(
+            base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
+            model=model or os.environ.get("ZOMBOSS_LLM_MODEL") or None,
+            api_key=api_key or os.environ.get("OPENAI_API_KEY") or None,
+            timeout=float(timeout) if timeout is not None else DEFAULT_TIMEOUT,
+            **rest,
+        )
+
+    def __repr__(self) -> str:  # the key is never shown, not even its length
+        return f"LlmConfig(base_url={self.base_url!r}, model={self.model!r}, timeout={self.timeout})"
+
+
+class Scrubber:
+    """Removes the API key from any text before it is stored, shown or parsed."""
+
+    def __init__(self, key: str | None) -> None:
+        self.key = key if key and key != PLACEHOLDER_KEY and len(key) >= 4 else None
+
+    def __call__(self, text: str) -> str:
+        return text.replace(self.key, "[redacted]") if self.key and self.key in text else text
+
+
+# ---- the client ----------------------------------------------------------------------------
+
+
+class _Bad(Exception):
+    """One attempt's failure: `retry` says whether another attempt may help."""
+
+    def __init__(self, reason: str, retry: bool, status: int | None = None, wait: float | None = None) -> None:
+        super().__init__(reason)
+        self.reason, self.retry, self.status, self.wait = reason, retry, status, wait
+
+
+def _retry_after(headers: Mapping[str, str] | None) -> float | None:
+    if not headers:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms is not None:
+        try:
+            v = float(ms) / 1000.0
+            return v if math.isfinite(v) and v >= 0 else None
+        except ValueError:
+            pass
+    ra = headers.get("retry-after")
+    if ra is None:
+        return None
+    try:
+        v = float(ra)
+        return v if math.isfinite(v) and v >= 0 else None
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(ra)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def parse_body(text: str) -> Reply:
+    """A chat-completions body as a Reply, or _Bad (retryable: the server misbehaved)."""
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        raise _Bad("the response body is not JSON", True) from None
+    usage = Usage.of(data)
+    if not isinstance(data, dict):
+        raise _Bad("the response body is not a JSON object", True)
+    choices = data.get("choices")
+    if not isinstance(choices, list) or not choices:
+        err = data.get("error")
+        detail = f": {str(err)[:160]}" if err else ""
+        raise _BadWithUsage("the response has no choices" + detail, usage)
+    ch = choices[0]
+    msg = ch.get("message") if isinstance(ch, dict) else None
+    if not isinstance(msg, dict):
+        raise _BadWithUsage("the first choice has no message", usage)
+    content = msg.get("content")
+    if not isinstance(content, str):
+        content = None
+    calls = []
+    raw_calls = msg.get("tool_calls")
+    if isinstance(raw_calls, list):
+        for i, tc in enumerate(raw_calls[:32]):
+            fn = tc.get("function") if isinstance(tc, dict) else None
+            if not isinstance(fn, dict):
+                continue
+            name, args = fn.get("name"), fn.get("arguments")
+            if isinstance(args, dict | list):
+                args = json.dumps(args)
+            if isinstance(name, str) and isinstance(args, str):
+                tid = tc.get("id") if isinstance(tc.get("id"), str) else f"call_{i}"
+                calls.append(ToolCall(str(tid), name, args))
+    fr = ch.get("finish_reason") if isinstance(ch, dict) else None
+    return Reply(content, tuple(calls), fr if isinstance(fr, str) else "", usage)
+
+
+class _BadWithUsage(_Bad):
+    def __init__(self, reason: str, usage: Usage) -> None:
+        super().__init__(reason, True)
+        self.usage = usage
+
+
+class LlmClient:
+    """Chat completions with retries, accounting, scrubbing and record/replay."""
+
+    def __init__(
+        self,
+        config: LlmConfig,
+        record: str | Path | None = None,
+        replay: str | Path | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.config = config
+        self.scrub = Scrubber(config.api_key)
+        self.calls: list[CallRecord] = []
+        self.usage = Usage()
+        self._sleep = sleep
+        self._rng = random.Random(config.seed)
+        self._record = Path(record) if record else None
+        self._replay: list[dict[str, Any]] | None = None
+        self._client: Any = None
+        if replay:
+            self._replay = _read_recording(Path(replay))
+        elif not config.base_url:
+            raise LlmConfigError(
+                "no LLM endpoint: give --llm-base-url (or set OPENAI_BASE_URL), e.g. http://127.0.0.1:8000/v1,"
+                " or --llm-replay FILE.jsonl"
+            )
+        if self._record is not None:
+            self._record.parent.mkdir(parents=True, exist_ok=True)
+            header = {"zomboss_llm_recording": RECORDING_VERSION, "model": self.config.model}
+            self._record.write_text(json.dumps(header) + "\n", encoding="utf-8")
+
+    @property
+    def tokens(self) -> int:
+        return self.usage.total
+
+    # ---- transport -------------------------------------------------------------------------
+    def _openai(self) -> Any:
+        if self._client is None:
+            import openai
+
+            self._client = openai.OpenAI(
+                base_url=self.config.base_url,
+                api_key=self.config.api_key or PLACEHOLDER_KEY,
+                timeout=self.config.timeout,
+                max_retries=0,
+            )
+        return self._client
+
+    def model(self) -> str:
+        """The configured model, else the first one the server lists, else "default"."""
+        if self.config.model:
+            return self.config.model
+        try:
+            import openai
+
+            page = self._openai().models.list(timeout=min(self.config.timeout, 10.0))
+            first = next(iter(page), None)
+            name = getattr(first, "id", None)
+            self.config.model = name if isinstance(name, str) and name else "default"
+        except (openai.OpenAIError, StopIteration, TypeError, ValueError):
+            self.config.model = "default"
+        return self.config.model
+
+    def _attempt(self, request: Mapping[str, Any]) -> str:
+        """One HTTP attempt: the scrubbed body text, or _Bad."""
+        import httpx2
+        import openai
+
+        cfg = self.config
+        body = dict(request)
+        body.pop("purpose", None)
+        t0 = time.monotonic()
+        try:
+            with self._openai().chat.completions.with_streaming_response.create(**body) as resp:
+                chunks: list[bytes] = []
+                size = 0
+                for chunk in resp.iter_bytes():
+                    size += len(chunk)
+                    if size > cfg.max_answer_bytes:
+                        raise _Bad(f"oversized answer (more than {cfg.max_answer_bytes} bytes)", True)
+                    if time.monotonic() - t0 > cfg.timeout:
+                        raise _Bad(f"timeout (answer not complete after {cfg.timeout:g} s)", True)
+                    chunks.append(chunk)
+            raw = b"".join(chunks)
+        except openai.APITimeoutError:
+            raise _Bad(f"timeout (no answer within {cfg.timeout:g} s)", True) from None
+        except openai.APIConnectionError:
+            raise _Bad("connection failed or dropped", True) from None
+        except openai.APIStatusError as e:
+            code = e.status_code
+            wait = _retry_after(e.response.headers) if e.response is not None else None
+            retry = code in (408, 409, 429) or code >= 500
+            detail = self.scrub(_error_detail(e))
+            raise _Bad(f"HTTP {code}" + (f" ({detail})" if detail else ""), retry, code, wait) from None
+        except (httpx2.TransportError, httpx2.DecodingError, httpx2.StreamError):
+            raise _Bad("connection dropped while reading the answer", True) from None
+        except openai.OpenAIError as e:
+            raise _Bad(self.scrub(f"{type(e).__name__}: {e}")[:200], True) from None
+        return self.scrub(raw.decode("utf-8", errors="replace"))
+
+    def _wait(self, attempt: int, hint: float | None) -> float:
+        cfg = self.config
+        back = min(cfg.max_backoff, cfg.backoff * (2**attempt)) * (0.5 + self._rng.random() / 2)
+        if hint is not None:
+            back = max(back, min(hint, cfg.max_retry_after))
+        return back
+
+    # ---- calls -------------------------------------------------------------------------------
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        purpose: str = "",
+        max_tokens: int | None = None,
+    ) -> Reply:
+        """One call (with its retries). Raises LlmError (LlmRefused for a refused request)."""
+        request: dict[str, Any] = {
+            "model": self.model() if self._replay is None else self._replay_model(len(self.calls)),
+            "messages": [dict(m) for m in messages],
+            "temperature": self.config.temperature,
+            "max_tokens": max_tokens or self.config.max_tokens,
+            "seed": self.config.seed,
+        }
+        if tools:
+            request["tools"] = [dict(t) for t in tools]
+        if tool_choice is not None:
+            request["tool_choice"] = tool_choice
+        if response_format is not None:
+            request["response_format"] = dict(response_format)
+        n = len(self.calls)
+        t0 = time.perf_counter()
+        attempts: list[dict[str, Any]] = []
+        if self._replay is not None:
+            recorded = self._replayed(n, request)
+        usage = Usage()
+        reply: Reply | None = None
+        failure: _Bad | None = None
+        reasons: list[str] = []
+        for attempt in range(self.config.retries + 1):
+            try:
+                if self._replay is not None:
+                    if attempt >= len(recorded):
+                        raise ReplayMismatch(f"replay: call {n} has fewer attempts recorded than the run needs")
+                    text = _replay_attempt(recorded[attempt])
+                else:
+                    try:
+                        text = self._attempt(request)
+                    except _Bad as b:
+                        attempts.append({"error": b.reason, "status": b.status, "wait": b.wait, "retry": b.retry})
+                        raise
+                    attempts.append({"body": text})
+                reply = parse_body(text)
+                usage = usage + reply.usage
+                failure = None
+                break
+            except _Bad as b:
+                if isinstance(b, _BadWithUsage):
+                    usage = usage + b.usage
+                failure = b
+                reasons.append(b.reason)
+                if not b.retry or attempt == self.config.retries:
+                    break
+                if self._replay is None:
+                    self._sleep(self._wait(attempt, b.wait))
+        wall = time.perf_counter() - t0
+        n_attempts = len(attempts) if self._replay is None else min(len(recorded), attempt + 1)
+        if self._record is not None:
+            with self._record.open("a", encoding="utf-8") as f:
+                f.write(json.dumps({"n": n, "purpose": purpose, "request": request, "attempts": attempts}) + "\n")
+        self.usage = self.usage + usage
+        if reply is None:
+            assert failure is not None
+            self.calls.append(CallRecord(n, purpose, usage, n_attempts, wall, False, failure.reason))
+            cls = LlmRefused if not failure.retry else LlmError
+            raise cls(failure.reason, n_attempts, failure.status)
+        retried = "; ".join(reasons)[:300]
+        self.calls.append(CallRecord(n, purpose, usage, n_attempts, wall, True, retried, reply.finish_reason))
+        return reply
+
+    def _replay_model(self, n: int) -> str:
+        if self.config.model:
+            return self.config.model
+        assert self._replay is not None
+        req = self._replay[n].get("request") if n < len(self._replay) else None
+        model = req.get("model") if isinstance(req, dict) else None
+        return model if isinstance(model, str) else "default"
+
+    def _replayed(self, n: int, request: Mapping[str, Any]) -> list[dict[str, Any]]:
+        assert self._replay is not None
+        if n >= len(self._replay):
+            raise ReplayMismatch(f"replay: the run makes call {n}, but the recording holds only {len(self._replay)}")
+        rec = self._replay[n]
+        want = rec.get("request")
+        if want != json.loads(json.dumps(request)):
+            where = _first_difference(want, json.loads(json.dumps(request)))
+            raise ReplayMismatch(f"replay: call {n} differs from the recording ({where})")
+        atts = rec.get("attempts")
+        if not isinstance(atts, list) or not atts:
+            raise ReplayMismatch(f"replay: call {n} has no recorded attempts")
+        return atts
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "calls": len(self.calls),
+            **self.usage.to_json(),
+            "failed_calls": sum(1 for c in self.calls if not c.ok),
+            "model": self.config.model,
+        }
+
+
+def _error_detail(e: Any) -> str:
+    body = getattr(e, "body", None)
+    if isinstance(body, dict):
+        msg = body.get("message") or (body.get("error") or {}).get("message") if isinstance(body, dict) else None
+        if isinstance(msg, str):
+            return msg[:160]
+    return ""
+
+
+def _replay_attempt(att: object) -> str:
+    if not isinstance(att, dict):
+        raise ReplayMismatch("replay: an attempt of the recording is not an object")
+    if "body" in att and isinstance(att["body"], str):
+        return att["body"]
+    reason = str(att.get("error", "recorded failure"))
+    status = att.get("status") if isinstance(att.get("status"), int) else None
+    raise _Bad(reason, bool(att.get("retry", True)), status, None)
+
+
+def _first_difference(a: object, b: object, path: str = "request") -> str:
+    if type(a) is not type(b):
+        return f"{path}: recorded {type(a).__name__}, now {type(b).__name__}"
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                return f"{path}.{k}: only in the {'recording' if k in a else 'run'}"
+            if a[k] != b[k]:
+                return _first_difference(a[k], b[k], f"{path}.{k}")
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return f"{path}: {len(a)} items recorded, {len(b)} now"
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            if x != y:
+                return _first_difference(x, y, f"{path}[{i}]")
+    return f"{path} differs"
+
+
+def _read_recording(path: Path) -> list[dict[str, Any]]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise LlmConfigError(f"{path}: cannot read the recording ({e.strerror})") from None
+    out = []
+    for i, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise LlmConfigError(f"{path}:{i}: not a recording line ({e.msg})") from None
+        if not isinstance(rec, dict):
+            raise LlmConfigError(f"{path}:{i}: not a recording line")
+        if "zomboss_llm_recording" in rec:
+            continue
+        out.append(rec)
+    return out
+
+
+def open_client(options: Mapping[str, Any], seed: int = 0) -> LlmClient:
+    """A client from the CLI's options (base_url, model, timeout, record, replay, api_key)."""
+    opts = dict(options)
+    record, replay = opts.pop("record", None), opts.pop("replay", None)
+    cfg = LlmConfig.from_options(
+        base_url=opts.pop("base_url", None),
+        model=opts.pop("model", None),
+        api_key=opts.pop("api_key", None),
+        timeout=opts.pop("timeout", None),
+        seed=seed,
+        **{k: v for k, v in opts.items() if k in _CONFIG_FIELDS},
+    )
+    return LlmClient(cfg, record=record, replay=replay)
+
+
+_CONFIG_FIELDS = {
+    "retries",
+    "backoff",
+    "max_backoff",
+    "max_retry_after",
+    "max_answer_bytes",
+    "max_tokens",
+    "temperature",
+}
