@@ -276,6 +276,44 @@ def _llm_options(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def cmd_direct(args: argparse.Namespace) -> int:
+    """The direct-generation baseline (zomboss/direct.py): an LLM writes the program itself."""
+    from zomboss.direct import run_direct, store_direct
+    from zomboss.llm import open_client
+    from zomboss.store import Store
+    from zomboss.target import config_key, get_target
+
+    t = get_target(args.target)
+    wl = t.workload(args.workload)
+    params = _param_overrides(args.param)
+    client = open_client({**_llm_options(argparse.Namespace(**{**vars(args), "guide": "llm"}))}, args.seed)
+    res = run_direct(t, wl, params, client, args.iterations, args.seed)
+    d = res.to_json()
+    store = Store(_db(args))
+    store_direct(store, res, config_key(t.name, params))
+    d["db"] = str(store.path)
+    store.close()
+    text = "\n".join(
+        f"{k:>14}: {d[k]}"
+        for k in (
+            "target",
+            "workload",
+            "verified",
+            "reason",
+            "cycles",
+            "default_cycles",
+            "instructions",
+            "iterations",
+            "budget",
+            "tokens",
+            "db",
+        )
+        if d.get(k) is not None
+    )
+    _emit(args, d, text + f"\n{'usage':>14}: {d['usage']}")
+    return 0 if res.verified else 1
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     from zomboss.target import get_target
 
@@ -459,6 +497,18 @@ def build_parser() -> argparse.ArgumentParser:
     so.add_argument("--llm-record", default=None, metavar="FILE.jsonl")
     so.add_argument("--llm-replay", default=None, metavar="FILE.jsonl")
     so.set_defaults(fn=cmd_solve)
+
+    dr = sub.add_parser("direct", parents=[common], help="direct-generation baseline: an LLM writes the program")
+    dr.add_argument("target")
+    dr.add_argument("workload", help="suite id or OP:KEY=VALUE,...")
+    dr.add_argument("--iterations", type=int, default=None, metavar="N", help="model turns (default 15/20/25 by level)")
+    dr.add_argument("--seed", type=int, default=0)
+    dr.add_argument("--db", default=None, metavar="FILE", help="results store (default: $ZOMBOSS_RESULTS or results/)")
+    for flag in ("--llm-base-url", "--llm-model", "--llm-record", "--llm-replay"):
+        dr.add_argument(flag, default=None)
+    dr.add_argument("--llm-timeout", type=float, default=None, metavar="S")
+    dr.add_argument("--llm-max-rounds", type=int, default=None, help=argparse.SUPPRESS)
+    dr.set_defaults(fn=cmd_direct)
 
     s = sub.add_parser("simulate", parents=[common], help="run a program file on the simulator and verify it")
     s.add_argument("target")
