@@ -1,73 +1,172 @@
-"""The PLENA target: suite, compiler default, program files, assembly export (zomboss.target.Target).
+"""The PLENA target (`zomboss.target.Target`): suite, instances, lowering of plena.md §8
+mappings, the three evaluation modes, program files and assembly export.
 
-Beyond the `Target` protocol, `TARGET` exposes the mapping interface the search uses:
-`mapping_from_json`, `knobs`, `reference_mappings` (the compiler's choices) and `evaluate`
-(lower a mapping, simulate it under the rtl and emu timing modes, verify it on two seeds).
+Evaluations (`evaluate`):
+* TIMING runs the simulator timing-only: no data moves and nothing is computed, only the
+  registers, CSRs, loop counters and DMA addresses that costs and control flow depend on;
+  its `rtl` and `emu` cycles, counts and HBM bytes are those of the functional run.
+* CHECKED adds the doc's rule checker on every executed instruction (still without data).
+* VERIFIED runs functionally, timed and checked, on the instance's seed, and compares the
+  output with the golden reference under both gates (PLENA's and the strict one); it also
+  verifies `extra_seeds` further seeds functionally (unchecked, untimed: legality and timing
+  do not depend on the data), because the gates are statistical and one seed's inputs can
+  pass by luck. `report["gates"]` has one entry per seed verified.
+
+Every evaluation's `breakdown` splits the `rtl` cycles into compute (matrix and vector units,
+scalar FP arithmetic), memory (HBM DMA and the scalar SRAM moves), stall (pipeline hazards)
+and overhead (integer address/counter arithmetic and control); `report["rtl_breakdown"]` has
+the per-unit figures they are summed from (`simulator.breakdown_part`).
 """
 
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from zomboss.errors import ZombossError
+from zomboss.knowledge import KB
+from zomboss.mapping import Mapping as KnobMapping
 from zomboss.program import Instr, Program
 from zomboss.results import KernelResult
+from zomboss.target import Evaluation, Mode
 from zomboss.workload import Workload
 
 from . import export as X
 from .asm import read_program
-from .bounds import lower_bound
-from .default import default_kernel
+from .bounds import Bound, lower_bound, program_bound
 from .layout import Geometry, Kernel
 from .lowering import lower
-from .mapping import MAPPINGS, AnyMapping, describe, from_json, library_default, to_json
-from .simulator import PlenaConfig, PlenaRun, simulate
+from .mapping import library_default
+from .simulator import DOC, PlenaConfig, PlenaRun, simulate
 from .simulator import trace as sim_trace
 from .suite import SCHEMAS, SUITE, check_shape, workload
 from .timing import DEFAULT_MODES
-from .verify import PLENA_ATOL, PLENA_MIN_RATE, SEEDS, STRICT_STD, Verification, verify
+from .verify import PLENA_ATOL, PLENA_MIN_RATE, STRICT_STD, PlenaInstance, Verification, verify
 
 Params = Mapping[str, int]
 
 
+def _key(params: Params | None) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted((k.lower(), int(v)) for k, v in (params or {}).items()))
+
+
+def _wl_key(wl: Workload) -> tuple[Any, ...]:
+    return (wl.id, wl.op, tuple(sorted(wl.shape.items())))
+
+
+class _Lru(OrderedDict):
+    """A small least-recently-used cache (instances and lowered kernels hold megabytes)."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__()
+        self.size = size
+
+    def get_or(self, key: Any, make: Any) -> Any:
+        if key in self:
+            self.move_to_end(key)
+            return self[key]
+        value = self[key] = make()
+        while len(self) > self.size:
+            self.popitem(last=False)
+        return value
+
+
 class PlenaTarget:
     name = "plena"
-    doc = Path(__file__).with_name("plena.md")
+    doc = DOC
+    extra_seeds = 1  # VERIFIED also verifies seeds seed+1 .. seed+extra_seeds (see the module doc)
 
     def __init__(self) -> None:
         self._configs: dict[tuple[tuple[str, int], ...], PlenaConfig] = {}
+        self._instances = _Lru(4)  # an instance of the largest FFN holds ~130 MB of inputs and images
+        self._kernels = _Lru(8)
 
-    def config(self, params: Params) -> PlenaConfig:
-        """The machine for these parameter overrides (KB built once per distinct set)."""
-        key = tuple(sorted((k.lower(), int(v)) for k, v in (params or {}).items()))
+    # ---- machine and suite
+    def config(self, params: Params | None) -> PlenaConfig:
+        """The machine for these parameter overrides (KB built once per distinct set; unknown
+        parameters and values that break a rule of plena.md §1 are refused with the doc's message)."""
+        key = _key(params)
         if key not in self._configs:
             self._configs[key] = PlenaConfig.from_params(dict(key))
         return self._configs[key]
 
-    def geometry(self, params: Params) -> Geometry:
-        return Geometry.from_params(self.config(params).params)
+    def kb(self, params: Params) -> KB:
+        return self.config(params).kb
 
-    # ---- Target protocol
+    def geometry(self, params: Params) -> Geometry:
+        return Geometry.from_params(self.kb(params).params)
+
     def suite(self) -> Sequence[Workload]:
         return SUITE
 
     def workload(self, spec: str) -> Workload:
         return workload(spec)
 
-    def default(self, wl: Workload, params: Params) -> KernelResult:
-        """The PLENA compiler's template kernel, simulated (rtl and emu) and verified on two seeds."""
-        geo = self.geometry(params)
-        kernel = default_kernel(wl, geo)
-        ver, wall = self._verify(kernel, wl, params)
-        return self._result(
-            wl, params, to_json(library_default(wl)), kernel, ver, wall, ver.run.cycles["rtl"], "default"
+    # ---- the search-facing protocol
+    def instance(self, wl: Workload, params: Params, seed: int = 0) -> PlenaInstance:
+        cfg = self.config(params)
+        geo = Geometry.from_params(cfg.params)
+        check_shape(wl, geo.mlen, geo.blen, geo.mram_tiles)
+        key = (_wl_key(wl), _key(params), seed)
+        return self._instances.get_or(key, lambda: PlenaInstance(wl, params, seed, cfg))
+
+    def reference_mappings(self, wl: Workload, params: Params) -> dict[str, KnobMapping]:
+        return {"library": library_default(self.kb(params), wl)}
+
+    def kernel(self, inst: PlenaInstance, mapping: KnobMapping | None = None) -> Kernel:
+        """The lowered kernel (program and memory map) of a mapping (default: Candidate-0's),
+        legality checked first."""
+        if mapping is None:
+            mapping = library_default(inst.cfg.kb, inst.workload)
+        key = (_wl_key(inst.workload), _key(inst.params), mapping)
+        return self._kernels.get_or(key, lambda: lower(inst.cfg.kb, mapping, inst.workload))
+
+    def lower(self, inst: PlenaInstance, mapping: KnobMapping) -> Program:
+        return self.kernel(inst, mapping).program
+
+    def evaluate(self, inst: PlenaInstance, mapping: KnobMapping, mode: Mode) -> Evaluation:
+        t0 = time.perf_counter()
+        kernel = self.kernel(inst, mapping)
+        bound = lower_bound(inst.workload, inst.cfg.params)
+        report: dict[str, Any] = {"static_instructions": len(kernel.program), "bound": _bound_json(bound)}
+        verified: bool | None = None
+        if mode is Mode.VERIFIED:
+            wl, params = inst.workload, inst.params
+            others = [self.instance(wl, params, inst.seed + i) for i in range(1, self.extra_seeds + 1)]
+            ver = verify(kernel, [inst, *others])
+            run, verified = ver.run, ver.verified
+            report.update(_gates(ver))
+        else:
+            run = simulate(kernel.program, inst.cfg, modes=DEFAULT_MODES, check=mode is Mode.CHECKED, functional=False)
+        report.update(_run_report(run))
+        return Evaluation(
+            target=self.name,
+            workload=inst.workload.id,
+            mapping=mapping,
+            mode=mode,
+            cycles=run.cycles["rtl"],
+            verified=verified,
+            breakdown=dict(run.breakdown),
+            instructions=run.instructions,
+            wall_s=time.perf_counter() - t0,
+            seed=inst.seed,
+            report=report,
         )
 
+    def bound(self, wl: Workload, params: Params, mapping: KnobMapping | None = None) -> int:
+        """The roofline bound of `wl` (bounds.py); for a mapping, at least its program's static
+        costs plus the cheapest cost of each of its transfers (the rtl model is in order)."""
+        b = lower_bound(wl, self.kb(params).params).cycles
+        if mapping is None:
+            return b
+        kernel = self.kernel(self.instance(wl, params), mapping)
+        return max(b, program_bound(kernel.program, self.config(params)))
+
+    # ---- programs and files
     def read_program(self, path: Path, params: Params) -> Program:
-        return read_program(self.config(params).kb, path)
+        return read_program(self.kb(params), path)
 
     def trace(self, program: Program, params: Params) -> Iterator[tuple[Instr, Mapping[int, int]]]:
         """The simulator's dynamic stream (empty HBM: addresses and trip counts do not depend on data)."""
@@ -80,9 +179,9 @@ class PlenaTarget:
         cfg = self.config(params)
         program = self.read_program(path, params)
         side = X.sidecar_path(path)
+        t0 = time.perf_counter()
         if not side.exists():
-            t0 = time.perf_counter()
-            run = simulate(program, cfg, modes=DEFAULT_MODES)
+            run = simulate(program, cfg, modes=DEFAULT_MODES, functional=False)
             return KernelResult(
                 target=self.name,
                 workload=path.name,
@@ -92,28 +191,50 @@ class PlenaTarget:
                 wall_s=time.perf_counter() - t0,
                 extra={
                     "verify_reason": f"no sidecar {side.name}: the program's inputs and output are unknown, "
-                    "so it was checked and timed only (on an empty HBM)",
+                    "so it was checked and timed only",
+                    "breakdown": dict(run.breakdown),
                     **_run_report(run),
                 },
             )
         wl, layout, meta = X.read_sidecar(side)
-        check_shape(wl, cfg.mlen, cfg.blen, cfg.mram_tiles)
-        kernel = Kernel(program, layout)
-        ver, wall = self._verify(kernel, wl, params)
-        mapping = meta.get("mapping") or {}
-        return self._result(wl, params, mapping, kernel, ver, wall, None, "file")
+        written_for = {k: v for k, v in (meta.get("params") or {}).items() if cfg.params.get(k) != v}
+        inst = self.instance(wl, params)
+        others = [self.instance(wl, params, i) for i in range(1, self.extra_seeds + 1)]
+        ver = verify(Kernel(program, layout), [inst, *others])
+        bound = lower_bound(wl, cfg.params)
+        return KernelResult(
+            target=self.name,
+            workload=wl.id,
+            verified=ver.verified,
+            cycles=ver.run.cycles["rtl"],
+            mapping=meta.get("mapping") or {},
+            simulations=len(ver.checks),
+            wall_s=time.perf_counter() - t0,
+            bound_cycles=bound.cycles,
+            extra={
+                "static_instructions": len(program),
+                "breakdown": dict(ver.run.breakdown),
+                **_run_report(ver.run),
+                **_gates(ver),
+                "bound": _bound_json(bound),
+                **({"written_for_other_params": written_for} if written_for else {}),
+            },
+        )
 
-    def export(self, wl: Workload, out: Path, params: Params, mapping: AnyMapping | None = None) -> Path:
-        """Write the default kernel (or `mapping`'s lowering) as PLENA assembly at `out`, with
-        the layout sidecar `<out>.json` that `simulate_file` verifies against."""
-        geo = self.geometry(params)
-        m = mapping or library_default(wl)
-        kernel = lower(m, wl, geo) if mapping is not None else default_kernel(wl, geo)
+    def export(self, wl: Workload, out: Path, params: Params, mapping: KnobMapping | None = None) -> Path:
+        """Write the kernel of `mapping` (default: Candidate-0) as PLENA assembly at `out`,
+        with the layout sidecar `<out>.json` that `simulate_file` verifies against."""
+        kb = self.kb(params)
+        m = mapping if mapping is not None else library_default(kb, wl)
+        kernel = self.kernel(self.instance(wl, params), m)
         extra = {
-            "mapping": to_json(m),
-            "verification": {"seeds": list(SEEDS), "golden": "zomboss.targets.plena.golden"},
+            "mapping": m.to_json(),
+            "verification": {
+                "seeds": list(range(self.extra_seeds + 1)),
+                "golden": "zomboss.targets.plena.golden",
+            },
         }
-        return X.write(self.config(params).kb, wl, kernel, geo, Path(out), extra)
+        return X.write(kb, wl, kernel, self.geometry(params), Path(out), extra)
 
     def describe(self) -> Mapping[str, Any]:
         return {
@@ -123,106 +244,50 @@ class PlenaTarget:
                 "emu": "PLENA transactional-emulator parity (§3.1)",
             },
             "default_mode": "rtl",
-            "default_kernels": "PLENA compiler ATen-path templates (linear, ffn, rmsnorm, softmax, flash attention, rope)",
+            "evaluation_modes": {
+                "timing": "timing-only simulation: addresses, trip counts and costs, no data",
+                "checked": "timing-only + the doc's rules on every executed instruction",
+                "verified": f"functional + timing + rules on the instance's seed, then {self.extra_seeds} more "
+                "seed(s) functionally; both gates on each",
+            },
+            "breakdown": {
+                "compute": "matrix and vector units, scalar FP arithmetic",
+                "memory": "HBM DMA and scalar moves between registers and the SRAMs",
+                "stall": "RTL pipeline hazards",
+                "overhead": "integer address/counter arithmetic and control (CSRs, loops)",
+            },
+            "default_kernels": "PLENA compiler ATen-path templates (linear, ffn, rmsnorm, softmax, flash attention, "
+            "rope) = the lowering of plena.md §8's canonical knob values",
             "gates": {
                 "plena": f">= {PLENA_MIN_RATE:.0%} of elements within atol=rtol={PLENA_ATOL}",
                 "strict": f"100% within {STRICT_STD}*std(golden) + {STRICT_STD}*|golden|",
-                "seeds": list(SEEDS),
+                "seeds": f"the instance's seed and the next {self.extra_seeds}",
             },
             "outputs": "VRAM (column-block-major BF16); inputs MXFP8 in HBM",
         }
-
-    # ---- mapping interface (used by the search)
-    def mapping_from_json(self, data: Mapping[str, Any]) -> AnyMapping:
-        return from_json(data)
-
-    def knobs(self, op: str) -> list[dict[str, Any]]:
-        if op not in MAPPINGS:
-            raise ZombossError(f"no PLENA mapping space for op {op!r} (ops: {', '.join(MAPPINGS)})")
-        return describe(MAPPINGS[op])
-
-    def reference_mappings(self, wl: Workload, params: Params) -> dict[str, AnyMapping]:
-        return {"library": library_default(wl)}
-
-    def evaluate(
-        self,
-        wl: Workload,
-        mapping: AnyMapping,
-        params: Params,
-        *,
-        functional: bool = True,
-        default_cycles: int | None = None,
-    ) -> KernelResult:
-        """Lower and simulate a mapping (rule-checked); functional runs verify on every seed,
-        timing-only runs report `verified: null`."""
-        kernel = lower(mapping, wl, self.geometry(params))
-        if functional:
-            ver, wall = self._verify(kernel, wl, params)
-            return self._result(wl, params, to_json(mapping), kernel, ver, wall, default_cycles, "lowered")
-        t0 = time.perf_counter()
-        run = simulate(kernel.program, self.config(params), modes=DEFAULT_MODES)
-        return KernelResult(
-            target=self.name,
-            workload=wl.id,
-            verified=None,
-            cycles=run.cycles["rtl"],
-            mapping=to_json(mapping),
-            wall_s=time.perf_counter() - t0,
-            default_cycles=default_cycles,
-            bound_cycles=lower_bound(wl, self.config(params).params).cycles,
-            extra={"kernel": "lowered", "verify_reason": "timing-only run", **_run_report(run)},
-        )
-
-    # ---- helpers
-    def _verify(self, kernel: Kernel, wl: Workload, params: Params) -> tuple[Verification, float]:
-        t0 = time.perf_counter()
-        ver = verify(kernel, wl, self.config(params))
-        return ver, time.perf_counter() - t0
-
-    def _result(
-        self,
-        wl: Workload,
-        params: Params,
-        mapping: Mapping[str, Any],
-        kernel: Kernel,
-        ver: Verification,
-        wall: float,
-        default_cycles: int | None,
-        source: str,
-    ) -> KernelResult:
-        bound = lower_bound(wl, self.config(params).params)
-        return KernelResult(
-            target=self.name,
-            workload=wl.id,
-            verified=ver.verified,
-            cycles=ver.run.cycles["rtl"],
-            mapping=mapping,
-            simulations=len(ver.checks),
-            wall_s=wall,
-            default_cycles=default_cycles,
-            bound_cycles=bound.cycles,
-            extra={
-                "kernel": source,
-                "static_instructions": len(kernel.program),
-                **_run_report(ver.run),
-                "bound": {"matrix": bound.matrix, "vector": bound.vector, "hbm": bound.hbm},
-                "gates": ver.to_json()["seeds"],
-                **({"verify_reason": ver.reason} if not ver.verified else {}),
-            },
-        )
 
 
 def _run_report(run: PlenaRun) -> dict[str, Any]:
     return {
         "emu_cycles": run.cycles.get("emu"),
         "rtl_breakdown": dict(run.rtl_breakdown),
-        "instructions": run.instructions,
         "class_counts": dict(run.class_counts),
         "counts": dict(run.counts),
         "hbm_read_bytes": run.hbm_read_bytes,
         "hbm_write_bytes": run.hbm_write_bytes,
         "sim_wall_s": round(run.wall_s, 3),
     }
+
+
+def _gates(ver: Verification) -> dict[str, Any]:
+    out: dict[str, Any] = {"gates": ver.to_json()["seeds"], "verified_seeds": [c.seed for c in ver.checks]}
+    if not ver.verified:
+        out["verify_reason"] = ver.reason
+    return out
+
+
+def _bound_json(b: Bound) -> dict[str, int]:
+    return {"matrix": b.matrix, "vector": b.vector, "hbm": b.hbm}
 
 
 TARGET = PlenaTarget()

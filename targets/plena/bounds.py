@@ -7,6 +7,10 @@
 * HBM: every input read once (MXFP8 elements plus scale bytes) at the cost model's bulk rate
   (`hbm_pf_blk_x100` hundredths of a cycle per 64-byte block, Appendix A).
 The three resources could in principle overlap, so the bound is their maximum.
+
+`program_bound` bounds one program instead: the `rtl` model runs in order, so its cycles are
+at least the static costs of the executed instructions (trip counts from the loop structure,
+counts.py) plus the cheapest cost of each transfer.
 """
 
 from __future__ import annotations
@@ -14,9 +18,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from zomboss.program import Program
 from zomboss.workload import Workload
 
+from . import hbm as H
+from .counts import executions
 from .layout import MX_BLOCK
+from .simulator import PlenaConfig, cost_table
 
 
 @dataclass(frozen=True)
@@ -99,3 +107,21 @@ def lower_bound(wl: Workload, params: Mapping[str, int]) -> Bound:
     blocks = _cdiv(input_bytes(wl), params["hbm_block"])
     hbm = _cdiv(blocks * params["hbm_pf_blk_x100"], 100)
     return Bound(matrix, vector, hbm)
+
+
+def program_bound(program: Program, cfg: PlenaConfig) -> int:
+    """A lower bound on the `rtl` cycles of `program` without simulating it (0 for a program
+    with C_BREAK, whose trip counts the loop structure does not decide)."""
+    if any(i.op == "C_BREAK" for i in program.instrs):
+        return 0
+    costs, hbm = cost_table(cfg.kb), H.HbmCost.from_params(cfg.params)
+    dma = {
+        "H_PREFETCH_M": hbm.least(cfg.pf_m, cfg.mlen, store=False),
+        "H_PREFETCH_V": hbm.least(cfg.pf_v, cfg.vlen, store=False),
+        "H_STORE_V": hbm.least(cfg.wb_v, cfg.vlen, store=True),
+    }
+    total = 0
+    for ins, n in zip(program.instrs, executions(program), strict=True):
+        c = costs.static(ins)
+        total += n * (c.rtl if c is not None else dma[ins.op])
+    return total

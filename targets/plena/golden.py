@@ -17,8 +17,8 @@ import numpy as np
 from zomboss.errors import WorkloadError
 from zomboss.workload import Workload
 
-from .default import RMS_EPS, attention_scale, softmax_scale
 from .numerics import bf16_round, mx_fake_quant
+from .templates import RMS_EPS, attention_scale, softmax_scale
 
 ROPE_THETA = 10000.0
 QKV_SCALE = 0.5

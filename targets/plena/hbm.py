@@ -192,6 +192,19 @@ class HbmCost:
         """Sequential read-modify-write of every touched block."""
         return self.st_blk * t.n_blk
 
+    def least(self, rows: int, rowlen: int, store: bool) -> int:
+        """The cheapest any transfer of `rows` rows of `rowlen` bytes can be: every row touches
+        at least ceil(rowlen / block) element blocks and one scale block, at the nearest pitch."""
+        n_blk = rows * (-(-rowlen // self.block) + 1)
+        if store:
+            return self.st_blk * n_blk
+        x100 = (
+            self.pf_fixed * 100
+            + self.pf_blk_x100 * n_blk
+            + min(self.row_near_x100, self.row_mid_x100, self.row_far_x100) * rows
+        )
+        return max(self.pf_min, (x100 + 50) // 100)
+
 
 # ---------------------------------------------------------------------------------------
 # Placing tensors (row-major MXFP8: element bytes, then scale bytes; plena.md §2)

@@ -39,17 +39,17 @@ _DOC_NAMES = {  # Geometry field -> doc parameter (plena.md §1)
 
 @dataclass(frozen=True)
 class Geometry:
-    """Hardware sizes a lowering depends on (reference §1.2; suite defaults of §5.2)."""
+    """Hardware sizes a lowering depends on, read from the KB's parameters (plena.md §1)."""
 
-    mlen: int = 64  # matrix tile edge and M_MM reduction width
-    vlen: int = 64  # elements per VRAM row; PLENA requires vlen == mlen
-    blen: int = 4  # rows per M_MM and output tile edge
-    hlen: int = 16  # mask lane width of the vector unit
-    pf_m: int = 64  # rows moved by one H_PREFETCH_M (HBM_M_Prefetch_Amount)
-    pf_v: int = 4  # rows moved by one H_PREFETCH_V (HBM_V_Prefetch_Amount)
-    wb_v: int = 4  # rows moved by one H_STORE_V (HBM_V_Writeback_Amount)
-    mram_tiles: int = 64  # MLEN×MLEN tiles in the matrix SRAM
-    fpsram: int = 1024  # FP SRAM entries
+    mlen: int  # matrix tile edge and M_MM reduction width
+    vlen: int  # elements per VRAM row; PLENA requires vlen == mlen (rule cfg.vlen_is_mlen)
+    blen: int  # rows per M_MM and output tile edge
+    hlen: int  # mask lane width of the vector unit
+    pf_m: int  # rows moved by one H_PREFETCH_M (HBM_M_Prefetch_Amount)
+    pf_v: int  # rows moved by one H_PREFETCH_V (HBM_V_Prefetch_Amount)
+    wb_v: int  # rows moved by one H_STORE_V (HBM_V_Writeback_Amount)
+    mram_tiles: int  # MLEN×MLEN tiles in the matrix SRAM
+    fpsram: int  # FP SRAM entries
 
     @property
     def tile(self) -> int:
@@ -61,16 +61,14 @@ class Geometry:
 
     @classmethod
     def from_params(cls, params: Mapping[str, int]) -> Geometry:
-        """The sizes out of KB params (the doc's lower-case names); other parameters are ignored."""
+        """The sizes out of KB params (the doc's lower-case names; the KB has already refused
+        parameters that break a rule of plena.md §1); other parameters are ignored."""
         p = {k.lower(): int(v) for k, v in params.items()}
-        kw = {f: p[n] for f, n in _DOC_NAMES.items() if n in p}
-        g = cls(**kw)
-        if g.vlen != g.mlen:
-            raise ZombossError(f"PLENA lowering needs vlen == mlen (got vlen={g.vlen}, mlen={g.mlen})")
-        if g.mlen % g.blen:
-            raise ZombossError(f"mlen={g.mlen} must be a multiple of blen={g.blen}")
+        g = cls(**{f: p[n] for f, n in _DOC_NAMES.items()})
         if g.pf_m != g.mlen:
-            raise ZombossError(f"the lowering loads one MLEN×MLEN tile per H_PREFETCH_M (pf_m={g.pf_m} != {g.mlen})")
+            raise ZombossError(
+                f"the lowering loads one MLEN×MLEN tile per H_PREFETCH_M (hbm_m_prefetch={g.pf_m} != mlen={g.mlen})"
+            )
         return g
 
 

@@ -1,157 +1,81 @@
-"""Lowering: a legal mapping (mapping.py) -> a PLENA program and its memory map.
+"""Lowering: a legal mapping (plena.md §8, read as a core `zomboss.mapping.Mapping`) -> a PLENA
+program and its memory map. This is Candidate-0's only implementation.
 
-One function per op family. Where a knob takes the compiler's value the code path is the
-compiler template from default.py, so `lower(library_default(wl), wl)` reproduces
-Candidate-0 instruction for instruction (tests pin this); the other values open the
-design space the reference lists as headroom (§4.9): deeper K chunks up to the MRAM
-capacity, weight residency across row blocks, hoisted CSR programming, unrolled or rolled
-code, fused up/gate projections, vector-first reductions, valid-rows-only softmax, cheaper
-causal-mask construction, one-pass attention, on-chip rotate_half.
+One function per op family. Every knob at its canonical value is the PLENA compiler's own
+choice, and the code path it takes is the compiler's template (reference §4: linear §4.3,
+FFN §4.4, RMSNorm §4.5, softmax §4.6, flash attention §4.7, RoPE §4.8), so
+`lower(library_default(wl))` is the compiler's kernel instruction for instruction (the
+golden table `tests/data/defaults_golden.json` pins it). The other values open the design
+space the reference lists as headroom (§4.9): deeper K chunks up to the MRAM capacity,
+weight residency across row blocks, hoisted CSR programming, unrolled or rolled code, fused
+up/gate projections, vector-first reductions, valid-rows-only softmax, cheaper causal-mask
+construction, one-pass attention, on-chip rotate_half.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
 
-from zomboss.program import Program
+from zomboss.knowledge import KB
+from zomboss.mapping import Mapping
 from zomboss.workload import Workload
 
-from . import default as d
+from . import templates as t
 from .builder import Asm
-from .default import PROJ_REGS, cdiv
 from .layout import Allocator, Geometry, HbmTensor, Kernel, VramTensor
-from .mapping import (
-    AttentionMapping,
-    FfnMapping,
-    LinearMapping,
-    RmsnormMapping,
-    RopeMapping,
-    SoftmaxMapping,
-    check,
-)
+from .mapping import check
 from .suite import check_shape
-
-# -- shared pieces ------------------------------------------------------------------------------
-
-
-def csr_setup(asm: Asm, src: HbmTensor, areg: int, g_off: int, g_stride: int, base: bool = True) -> None:
-    """Program the a-register (optional), SCALE_REG and STRIDE_REG for loads from `src`."""
-    if base:
-        d.set_hbm_base(asm, areg, g_off, src.base)
-    asm.li(g_off, src.scale_offset)
-    asm.set_scale(g_off)
-    asm.li(g_stride, src.cols)
-    asm.set_stride(g_stride)
-
-
-def tile_projection(
-    asm: Asm,
-    geo: Geometry,
-    act: int,
-    act_k_stride: int,
-    mram: int,
-    out: int,
-    k_tiles: int,
-    row_groups: int,
-    order: str = "oc_r_k",
-    unroll: bool = False,
-    transposed: bool = False,
-    mat_k_stride: int | None = None,
-) -> None:
-    """One MLEN-wide output tile in the requested loop nest, rolled or unrolled."""
-    mks = geo.tile if mat_k_stride is None else mat_k_stride
-    if not unroll and order == "oc_r_k":
-        d.projection(asm, geo, act, act_k_stride, mram, out, k_tiles, row_groups, PROJ_REGS, transposed, None, mks)
-        return
-    slices = geo.mlen // geo.blen
-    row_stride = geo.blen * geo.vlen
-    col_stride = geo.blen * geo.mlen
-    g_act, g_mat, g_res, l_oc, l_r, l_k, g_act_row, g_mat_col, g_res_row = PROJ_REGS
-
-    def mm(ga: int, gm: int) -> None:
-        if transposed:
-            asm.m_tmm(ga, gm)
-        else:
-            asm.m_mm(gm, ga)
-
-    if unroll:
-        pairs = [(oc, r) for oc in range(slices) for r in range(row_groups)]
-        if order == "r_oc_k":
-            pairs = [(oc, r) for r in range(row_groups) for oc in range(slices)]
-        for oc, r in pairs:
-            for k in range(k_tiles):
-                asm.li(g_act, act + r * row_stride + k * act_k_stride)
-                asm.li(g_mat, mram + oc * col_stride + k * mks)
-                mm(g_act, g_mat)
-            asm.li(g_res, out + oc * geo.blen + r * row_stride)
-            asm.m_mm_wo(g_res)
-        return
-    # rolled, r outside oc
-    asm.li(g_act_row, act)
-    asm.li(g_res_row, out)
-    with asm.loop(l_r, row_groups):
-        asm.li(g_mat_col, mram)
-        asm.addi(g_res, g_res_row, 0)
-        with asm.loop(l_oc, slices):
-            asm.addi(g_act, g_act_row, 0)
-            asm.addi(g_mat, g_mat_col, 0)
-            with asm.loop(l_k, k_tiles):
-                mm(g_act, g_mat)
-                asm.addi(g_act, g_act, act_k_stride)
-                asm.addi(g_mat, g_mat, mks)
-            asm.m_mm_wo(g_res)
-            asm.addi(g_mat_col, g_mat_col, col_stride)
-            asm.addi(g_res, g_res, geo.blen)
-        asm.addi(g_act_row, g_act_row, row_stride)
-        asm.addi(g_res_row, g_res_row, row_stride)
-
+from .templates import cdiv
 
 # -- linear -------------------------------------------------------------------------------------
 
 
-def lower_linear(m: LinearMapping, wl: Workload, geo: Geometry) -> Kernel:
+def lower_linear(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
+    """Y[M,N] = X[M,K]·W[K,N] (§4.3): K chunks of `k_chunk` tiles, groups of `n_block` column
+    blocks and of `m_block` row blocks sharing one weight load; BF16 partial sums per chunk."""
+    k_chunk, n_block, m_block = m.int("k_chunk"), m.int("n_block"), m.int("m_block")
+    unroll, hoist, order = m.flag("unroll"), m.flag("hoist_csr"), m.sym("tile_order")
     mm, k, n = wl["M"], wl["K"], wl["N"]
     al = Allocator(geo)
     x_h, w_h = al.hbm("X", mm, k), al.hbm("W", k, n)
     x = al.vram("X", mm, k)
     y = al.vram("Y", mm, n, phys_rows=cdiv(mm, geo.mlen) * geo.mlen)
     kt, nt = k // geo.mlen, n // geo.mlen
-    chunks = [(s, min(m.k_chunk, kt - s)) for s in range(0, kt, m.k_chunk)]
-    groups = [(c, min(m.n_block, nt - c)) for c in range(0, nt, m.n_block)]
+    chunks = [(s, min(k_chunk, kt - s)) for s in range(0, kt, k_chunk)]
+    groups = [(c, min(n_block, nt - c)) for c in range(0, nt, n_block)]
     temp = al.vram("Y_temp", geo.mlen, geo.mlen) if len(chunks) > 1 else None
     row_blocks = cdiv(mm, geo.mlen)
     asm = Asm()
-    d.load_batch(asm, geo, x_h, x, 0, (1, 2, 3, 4, 5))
-    if m.hoist_csr:
-        csr_setup(asm, w_h, 1, 1, 2)
+    t.load_batch(asm, geo, x_h, x, 0, (1, 2, 3, 4, 5))
+    if hoist:
+        t.csr_setup(asm, w_h, 1, 1, 2)
 
     def load(ks: int, kc: int, c0: int, cn: int) -> None:
         blocks = [(ks + i, c0 + j) for j in range(cn) for i in range(kc)]
-        d.load_tiles(asm, geo, w_h, blocks, 0, 1, (1, 2, 3), setup=not m.hoist_csr)
+        t.load_tiles(asm, geo, w_h, blocks, 0, 1, (1, 2, 3), setup=not hoist)
 
     def compute(ci: int, ks: int, kc: int, c0: int, cn: int, rb: int) -> None:
         valid = min(geo.mlen, mm - rb * geo.mlen)
         for j in range(cn):
             tile = y.block(rb, c0 + j, geo.mlen)
             target = tile if ci == 0 or temp is None else temp.base
-            tile_projection(
+            t.projection(
                 asm, geo, x.block(rb, ks, geo.mlen), x.phys_rows * geo.vlen, j * kc * geo.tile, target, kc,
-                cdiv(valid, geo.blen), m.tile_order, m.unroll,
+                cdiv(valid, geo.blen), order=order, unroll=unroll,
             )  # fmt: skip
             if ci > 0 and temp is not None:
-                rows = geo.mlen if m.add_rows == "mlen" else cdiv(valid, geo.blen) * geo.blen
-                d.block_binary(asm, geo, "V_ADD_VV", tile, tile, temp.base, rows, (1, 2, 3, 4))
+                rows = geo.mlen if m.sym("add_rows") == "mlen" else cdiv(valid, geo.blen) * geo.blen
+                t.block_binary(asm, geo, "V_ADD_VV", tile, tile, temp.base, rows, (1, 2, 3, 4))
 
     def one_pass(ci: int, ks: int, kc: int, c0: int, cn: int) -> None:
         """The loaded W tiles stay resident across m_block row blocks."""
-        for rb0 in range(0, row_blocks, m.m_block):
+        for rb0 in range(0, row_blocks, m_block):
             load(ks, kc, c0, cn)
-            for rb in range(rb0, min(rb0 + m.m_block, row_blocks)):
+            for rb in range(rb0, min(rb0 + m_block, row_blocks)):
                 compute(ci, ks, kc, c0, cn, rb)
 
-    if m.order == "kchunk_outer":
+    if m.sym("order") == "kchunk_outer":
         for ci, (ks, kc) in enumerate(chunks):
             for c0, cn in groups:
                 one_pass(ci, ks, kc, c0, cn)
@@ -159,47 +83,54 @@ def lower_linear(m: LinearMapping, wl: Workload, geo: Geometry) -> Kernel:
         for c0, cn in groups:
             for ci, (ks, kc) in enumerate(chunks):
                 one_pass(ci, ks, kc, c0, cn)
-    return Kernel(asm.program({"op": "linear", "source": "lowering"}), al.layout(y, {d.FP_ZERO: 0.0}))
+    return Kernel(asm.program({"op": "linear", "source": "lowering"}), al.layout(y, {t.FP_ZERO: 0.0}))
 
 
 # -- rmsnorm ------------------------------------------------------------------------------------
 
 
-def lower_rmsnorm(m: RmsnormMapping, wl: Workload, geo: Geometry) -> Kernel:
-    if m == RmsnormMapping():
-        return _relabel(d.rmsnorm(wl, geo))
+def lower_rmsnorm(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
+    """In-place RMSNorm without γ (§4.5). The compiler is row-serial: per row a rolled
+    sum-of-squares loop, the FP tail (mean, +eps, sqrt, reciprocal, 4 NOPs) and an unrolled
+    scaling pass with ping-pong address registers."""
+    serial, vector_first = m.sym("row_mode") == "serial", m.sym("reduce") == "vector_first"
+    unroll_scale = m.flag("unroll_scale")
     rows, hidden = wl["rows"], wl["hidden"]
+    n = hidden // geo.vlen
+    vector_first = vector_first and n > 1
     al = Allocator(geo)
     x_h = al.hbm("X", rows, hidden)
     x = al.vram("X", rows, hidden)
-    scratch = al.vram("scratch", 2, geo.vlen)
-    acc = scratch.base + geo.vlen
+    scratch = al.vram("scratch", 2 if vector_first else 1, geo.vlen)
     asm = Asm()
-    d.load_batch(asm, geo, x_h, x, 0, (1, 2, 3, 4, 5))
+    t.load_batch(asm, geo, x_h, x, 0, (1, 2, 3, 4, 5))
     g_act, g_scr, g_stats, l_chunk, g_acc, l_row, g_fp = 1, 2, 3, 4, 5, 6, 7
-    n = hidden // geo.vlen
     stride = geo.vlen * rows
     asm.li(g_scr, scratch.base)
-    asm.li(g_acc, acc)
-    asm.s_ld_fp(1, 0, d.FP_EPS_OR_SCALE)
+    if vector_first:
+        asm.li(g_acc, scratch.base + geo.vlen)
+    asm.s_ld_fp(1, 0, t.FP_EPS_OR_SCALE)
     asm.fadd(2, 0, 0)
-    asm.s_ld_fp(3, 0, d.FP_RECI_HIDDEN_OR_NEG_INF)
+    asm.s_ld_fp(3, 0, t.FP_RECI_HIDDEN_OR_NEG_INF)
 
-    def stats() -> None:
-        """f2 = 1/rms of the row whose first chunk g_stats points at (g_stats is consumed)."""
-        if m.reduce == "per_chunk" or n == 1:
+    def sum_of_squares() -> None:
+        """f2 += the row's sum of squares; g_stats points at its first chunk and is consumed."""
+        if not vector_first:
             with asm.loop(l_chunk, n):
                 asm.v_mul_vv(g_scr, g_stats, g_stats)
                 asm.v_red_sum(2, g_scr)
                 asm.addi(g_stats, g_stats, stride)
-        else:
-            asm.v_mul_vv(g_acc, g_stats, g_stats)
+            return
+        asm.v_mul_vv(g_acc, g_stats, g_stats)
+        asm.addi(g_stats, g_stats, stride)
+        with asm.loop(l_chunk, n - 1):
+            asm.v_mul_vv(g_scr, g_stats, g_stats)
+            asm.v_add_vv(g_acc, g_acc, g_scr)
             asm.addi(g_stats, g_stats, stride)
-            with asm.loop(l_chunk, n - 1):
-                asm.v_mul_vv(g_scr, g_stats, g_stats)
-                asm.v_add_vv(g_acc, g_acc, g_scr)
-                asm.addi(g_stats, g_stats, stride)
-            asm.v_red_sum(2, g_acc)
+        asm.v_red_sum(2, g_acc)
+
+    def inverse_rms() -> None:
+        """f2 = 1/sqrt(f2/hidden + eps), then the RTL's four spacers."""
         asm.fmul(2, 2, 3)
         asm.fadd(2, 2, 1)
         asm.fsqrt(2, 2)
@@ -207,125 +138,91 @@ def lower_rmsnorm(m: RmsnormMapping, wl: Workload, geo: Geometry) -> Kernel:
         for _ in range(4):
             asm.nop()
 
-    def scale_row(base: int | None) -> None:
-        """Multiply the row (first chunk at `base`, or at g_act when None) by f2."""
-        if m.unroll_scale and base is not None:
-            for i in range(n):
-                asm.li(g_act, base + stride * i)
-                asm.v_mul_vf(g_act, g_act, 2)
-            return
-        if base is not None:
-            asm.li(g_act, base)
+    def scale_loop() -> None:
+        """Multiply the row whose first chunk g_act points at by f2, in a hardware loop."""
         with asm.loop(l_chunk, n):
             asm.v_mul_vf(g_act, g_act, 2)
             asm.addi(g_act, g_act, stride)
 
-    if m.row_mode == "serial":
+    if serial:
         for r in range(rows):
             base = x.base + geo.vlen * r
+            asm.li(g_act, base)
             asm.li(g_stats, base)
-            stats()
-            scale_row(base)
+            sum_of_squares()
+            if unroll_scale and n > 1:
+                asm.li(g_stats, base + stride)
+            inverse_rms()
+            if unroll_scale:  # ping-pong: while one register is used, the other is reloaded
+                regs = (g_act, g_stats)
+                for i in range(n):
+                    cur = regs[i % 2]
+                    asm.v_mul_vf(cur, cur, 2)
+                    if i + 2 < n:
+                        asm.li(cur, base + stride * (i + 2))
+                    elif i + 1 < n:
+                        asm.nop()
+            else:
+                scale_loop()
             asm.fadd(2, 0, 0)
     else:
-        asm.li(g_fp, d.FP_STATE)
+        asm.li(g_fp, t.FP_STATE)
         asm.li(g_act, x.base)
         with asm.loop(l_row, rows):
             asm.addi(g_stats, g_act, 0)
-            stats()
+            sum_of_squares()
+            inverse_rms()
             asm.s_st_fp(2, g_fp, 0)
             asm.fadd(2, 0, 0)
             asm.addi(g_fp, g_fp, 1)
             asm.addi(g_act, g_act, geo.vlen)
-        asm.li(g_fp, d.FP_STATE)
+        asm.li(g_fp, t.FP_STATE)
         asm.li(g_stats, x.base)
         with asm.loop(l_row, rows):
             asm.s_ld_fp(2, g_fp, 0)
             asm.addi(g_act, g_stats, 0)
-            scale_row(None)
+            scale_loop()
             asm.addi(g_fp, g_fp, 1)
             asm.addi(g_stats, g_stats, geo.vlen)
-    fp = {d.FP_ZERO: 0.0, d.FP_EPS_OR_SCALE: d.RMS_EPS, d.FP_RECI_HIDDEN_OR_NEG_INF: 1.0 / hidden}
+    fp = {t.FP_ZERO: 0.0, t.FP_EPS_OR_SCALE: t.RMS_EPS, t.FP_RECI_HIDDEN_OR_NEG_INF: 1.0 / hidden}
     return Kernel(asm.program({"op": "rmsnorm", "source": "lowering"}), al.layout(x, fp))
 
 
 # -- softmax ------------------------------------------------------------------------------------
 
 
-def lower_softmax(m: SoftmaxMapping, wl: Workload, geo: Geometry) -> Kernel:
+def lower_softmax(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
+    """Row softmax of X·scale (§4.6): the compiler copies X into an S buffer and processes
+    every MLEN row of each row tile as straight-line code."""
+    in_place = m.flag("in_place")
     rows, cols = wl["rows"], wl["cols"]
     al = Allocator(geo)
     x_h = al.hbm("X", rows, cols)
     x = al.vram("X", rows, cols)
-    s = x if m.in_place else al.vram("S", rows, cols, phys_rows=cdiv(rows, geo.mlen) * geo.mlen)
-    acc = al.vram("scratch", 1, geo.vlen) if m.reduce == "vector_first" and cols > geo.vlen else None
+    s = x if in_place else al.vram("S", rows, cols, phys_rows=cdiv(rows, geo.mlen) * geo.mlen)
+    vector_first = m.sym("reduce") == "vector_first" and cols > geo.vlen
+    acc = al.vram("scratch", 1, geo.vlen) if vector_first else None
     asm = Asm()
-    d.load_batch(asm, geo, x_h, x, 0, (1, 2, 3, 4, 5))
-    if not m.in_place:
-        d.copy_into(asm, geo, s, x)
-    n = cols // geo.vlen
-    chunk_stride = s.phys_rows * geo.vlen
-    g_row, g_ptr, l_chunk, l_row, g_acc = 1, 2, 3, 4, 5
-    nrows = rows if m.valid_rows_only else s.phys_rows
-
-    def over_chunks(body: Callable[[int], None]) -> None:
-        if n == 1:
-            body(g_row)
-            return
-        asm.addi(g_ptr, g_row, 0)
-        with asm.loop(l_chunk, n):
-            body(g_ptr)
-            asm.addi(g_ptr, g_ptr, chunk_stride)
-
-    def exp_sum(g: int) -> None:
-        asm.v_sub_vf(g, g, 2)
-        asm.v_exp(g, g)
-        asm.v_red_sum(3, g)
-
-    def row_body() -> None:
-        asm.s_ld_fp(2, 0, d.FP_EPS_OR_SCALE)
-        over_chunks(lambda g: asm.v_mul_vf(g, g, 2))
-        over_chunks(lambda g: asm.v_red_max(2, g))
-        asm.fadd(3, 0, 0)
-        if acc is None:
-            over_chunks(exp_sum)
-        else:
-            asm.addi(g_ptr, g_row, 0)
-            asm.v_sub_vf(g_ptr, g_ptr, 2)
-            asm.v_exp(g_acc, g_ptr)
-            with asm.loop(l_chunk, n - 1):
-                asm.addi(g_ptr, g_ptr, chunk_stride)
-                asm.v_sub_vf(g_ptr, g_ptr, 2)
-                asm.v_exp(g_ptr, g_ptr)
-                asm.v_add_vv(g_acc, g_acc, g_ptr)
-            asm.addi(g_ptr, g_row, 0)
-            asm.v_exp(g_ptr, g_ptr)
-            asm.v_red_sum(3, g_acc)
-        asm.freci(3, 3)
-        over_chunks(lambda g: asm.v_mul_vf(g, g, 3))
-
-    if acc is not None:
-        asm.li(g_acc, acc.base)
-    asm.li(g_row, s.base)
-    if m.row_loop == "rolled":
-        with asm.loop(l_row, nrows):
-            row_body()
-            asm.addi(g_row, g_row, geo.vlen)
-    else:
-        for r in range(nrows):
-            if r:
-                asm.addi(g_row, g_row, geo.vlen)
-            row_body()
-    fp = {d.FP_ZERO: 0.0, d.FP_EPS_OR_SCALE: d.softmax_scale(cols), d.FP_RECI_HIDDEN_OR_NEG_INF: -math.inf}
+    t.load_batch(asm, geo, x_h, x, 0, (1, 2, 3, 4, 5))
+    if not in_place:
+        t.copy_into(asm, geo, s, x)
+    nrows = rows if m.flag("valid_rows_only") else s.phys_rows
+    t.softmax_rows(
+        asm, geo, s.base, nrows, cols // geo.vlen, s.phys_rows * geo.vlen, rolled=m.sym("row_loop") == "rolled",
+        acc=acc.base if acc is not None else None,
+    )  # fmt: skip
+    fp = {t.FP_ZERO: 0.0, t.FP_EPS_OR_SCALE: t.softmax_scale(cols), t.FP_RECI_HIDDEN_OR_NEG_INF: -math.inf}
     return Kernel(asm.program({"op": "softmax", "source": "lowering"}), al.layout(s, fp))
 
 
 # -- ffn ----------------------------------------------------------------------------------------
 
 
-def lower_ffn(m: FfnMapping, wl: Workload, geo: Geometry) -> Kernel:
-    if m == FfnMapping():
-        return _relabel(d.ffn(wl, geo))
+def lower_ffn(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
+    """out = (silu(X·W_up) ⊙ (X·W_gate))·W_down, written over X in VRAM (§4.4). The compiler
+    prefetches each weight's whole K column block, unrolls the column-slice and row-group
+    levels around a rolled K loop, and applies SiLU to the *up* projection."""
+    fused, hoist, unroll = m.flag("fused_up_gate"), m.flag("hoist_csr"), m.flag("unroll_outer")
     rows, h, i = wl["rows"], wl["hidden"], wl["inter"]
     al = Allocator(geo)
     x_h = al.hbm("X", rows, h)
@@ -334,46 +231,45 @@ def lower_ffn(m: FfnMapping, wl: Workload, geo: Geometry) -> Kernel:
     up, gate = al.vram("up", rows, i), al.vram("gate", rows, i)
     scratch = al.vram("scratch", 1, geo.vlen)
     asm = Asm()
-    d.load_batch(asm, geo, x_h, x, 0, (1, 2, 3, 4, 5))
+    t.load_batch(asm, geo, x_h, x, 0, (1, 2, 3, 4, 5))
     g_off, g_stride, g_mram = 1, 2, 3
-    if m.hoist_csr:
+    if hoist:
         for areg, w in ((1, w_up), (2, w_gate), (3, w_down)):
-            d.set_hbm_base(asm, areg, g_off, w.base)
+            t.set_hbm_base(asm, areg, g_off, w.base)
 
     def projections(pairs: Sequence[tuple[HbmTensor, VramTensor, int]], act: VramTensor) -> None:
         """Run projections sharing K (= act.cols) together, column block by column block."""
         w0 = pairs[0][0]
         kt = w0.rows // geo.mlen
-        if m.hoist_csr:
-            csr_setup(asm, w0, 0, g_off, g_stride, base=False)
+        if hoist:
+            t.csr_setup(asm, w0, 0, g_off, g_stride, base=False)
         for cb in range(w0.cols // geo.mlen):
             for j, (w, _, areg) in enumerate(pairs):
-                if not m.hoist_csr and j == 0:
-                    csr_setup(asm, w, areg, g_off, g_stride)
-                elif not m.hoist_csr:
-                    d.set_hbm_base(asm, areg, g_off, w.base)
-                d.load_tiles(
-                    asm, geo, w, [(k, cb) for k in range(kt)], j * kt, areg, (g_off, g_stride, g_mram), setup=False
-                )
-            _ffn_block(
-                asm, geo, [(j * kt, out) for j, (_, out, _) in enumerate(pairs)], act, cb, kt, rows, m.unroll_outer
-            )
+                if not hoist and j == 0:
+                    t.csr_setup(asm, w, areg, g_off, g_stride)
+                elif not hoist:
+                    t.set_hbm_base(asm, areg, g_off, w.base)
+                blocks = [(k, cb) for k in range(kt)]
+                t.load_tiles(asm, geo, w, blocks, j * kt, areg, (g_off, g_stride, g_mram), setup=False)
+            outs = [(j * kt, out) for j, (_, out, _) in enumerate(pairs)]
+            _ffn_block(asm, geo, outs, act, cb, kt, rows, unroll)
 
-    if m.fused_up_gate:
+    if fused:
         projections([(w_up, up, 1), (w_gate, gate, 2)], x)
     else:
         projections([(w_up, up, 1)], x)
-        projections([(w_gate, gate, 2 if m.hoist_csr else 1)], x)
-    _silu_gate(asm, geo, up, gate, scratch.base, m.unroll_act)
-    projections([(w_down, x, 3 if m.hoist_csr else 1)], up)
-    return Kernel(asm.program({"op": "ffn", "source": "lowering"}), al.layout(x, {d.FP_ZERO: 0.0, d.FP_ONE: 1.0}))
+        projections([(w_gate, gate, 2 if hoist else 1)], x)
+    t.silu_gate(asm, geo, up, gate, scratch.base, m.flag("unroll_act"))
+    projections([(w_down, x, 3 if hoist else 1)], up)
+    return Kernel(asm.program({"op": "ffn", "source": "lowering"}), al.layout(x, {t.FP_ZERO: 0.0, t.FP_ONE: 1.0}))
 
 
 def _ffn_block(
     asm: Asm, geo: Geometry, outs: Sequence[tuple[int, VramTensor]], act: VramTensor, cb: int, kt: int, rows: int,
     unroll: bool,
 ) -> None:  # fmt: skip
-    """All BLEN column slices × BLEN row groups of column block `cb` for each (MRAM tile0, out)."""
+    """All BLEN column slices × BLEN row groups of column block `cb` for each (MRAM tile0, out):
+    per (slice, row group) a rolled K loop of M_MM and one M_MM_WO."""
     g_mat, g_act, g_out, l_k, l_s, l_a, g_mat_col, g_out_col, g_act_row, g_out_row = 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
     per_block = geo.mlen // geo.blen
     groups = rows // geo.blen
@@ -412,45 +308,15 @@ def _ffn_block(
             asm.addi(g_out_col, g_out_col, geo.blen)
 
 
-def _silu_gate(asm: Asm, geo: Geometry, up: VramTensor, gate: VramTensor, tmp: int, unroll: bool) -> None:
-    if unroll:
-        d.silu_gate(asm, geo, up, gate, tmp)
-        return
-    g_up, g_gate, g_tmp, l_chunk = 1, 2, 3, 4
-    asm.li(g_up, up.base)
-    asm.li(g_gate, gate.base)
-    asm.li(g_tmp, tmp)
-    asm.s_ld_fp(1, 0, d.FP_ONE)
-    with asm.loop(l_chunk, up.size // geo.vlen):
-        asm.v_sub_vf(g_tmp, g_up, 0, 0, 1)
-        asm.v_exp(g_tmp, g_tmp)
-        asm.v_add_vf(g_tmp, g_tmp, 1)
-        asm.v_reci(g_tmp, g_tmp)
-        asm.v_mul_vv(g_tmp, g_tmp, g_up)
-        asm.v_mul_vv(g_up, g_tmp, g_gate)
-        asm.addi(g_up, g_up, geo.vlen)
-        asm.addi(g_gate, g_gate, geo.vlen)
-
-
 # -- attention ----------------------------------------------------------------------------------
 
 
-def _mask(asm: Asm, geo: Geometry, mask: VramTensor, stage: int, strategy: str) -> None:
-    if strategy == "elementwise":
-        d.build_causal_mask(asm, geo, mask, stage)
-        return
-    g_stage, g_row = 1, 2
-    asm.s_ld_fp(6, 0, d.FP_RECI_HIDDEN_OR_NEG_INF)
-    asm.li(g_stage, stage)
-    for j in range(2 * geo.mlen):
-        asm.s_st_fp(0 if j < geo.mlen else 6, g_stage, j)
-    asm.li(g_row, mask.base)
-    for i in range(geo.mlen):
-        asm.s_map_v_fp(g_row, g_stage, geo.mlen - 1 - i)
-        asm.addi(g_row, g_row, geo.vlen)
-
-
-def lower_attention(m: AttentionMapping, wl: Workload, geo: Geometry) -> Kernel:
+def lower_attention(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
+    """softmax(Q·Kᵀ·scale + mask)·V for one head. The compiler's flash attention (§4.7 MHA):
+    per q block, online softmax over K blocks (fully-future blocks skipped when causal), O
+    rescaled by m_res and accumulated, O /= l; the causal mask is precomputed once."""
+    hoist, one_pass = m.flag("hoist_csr"), m.sym("algorithm") == "one_pass"
+    kv_outer = not one_pass and m.sym("loop_order") == "kv_outer"
     sq, skv, dd, causal = wl["sq"], wl["skv"], wl["d"], wl["causal"]
     ml = geo.mlen
     dt, kvt = dd // ml, skv // ml
@@ -458,41 +324,40 @@ def lower_attention(m: AttentionMapping, wl: Workload, geo: Geometry) -> Kernel:
     q_h, k_h, v_h = al.hbm("Q", sq, dd), al.hbm("K", skv, dd), al.hbm("V", skv, dd)
     q = al.vram("Q", sq, dd)
     o = al.vram("O", sq, dd)
-    one_pass = m.algorithm == "one_pass"
     s = al.vram("S", ml, skv if one_pass else ml)
     pv = None if one_pass else al.vram("PV", ml, dd)
     mask = al.vram("mask", ml, ml) if causal else None
-    scale = d.attention_scale(dd)
-    st = d.FP_STATE
-    if m.loop_order == "kv_outer":
+    scale = t.attention_scale(dd)
+    st = t.FP_STATE
+    if kv_outer:
         m_slot, l_slot, res_slot = st, st + sq, st + 2 * sq
         stage = res_slot + ml
     else:
         m_slot, res_slot, l_slot = st, st + ml, st + 2 * ml
         stage = st + 3 * ml
     asm = Asm()
-    d.load_batch(asm, geo, q_h, q, 0, (1, 2, 3, 4, 5))
+    t.load_batch(asm, geo, q_h, q, 0, (1, 2, 3, 4, 5))
     if mask is not None:
-        _mask(asm, geo, mask, stage, m.mask)
-    asm.s_ld_fp(1, 0, d.FP_EPS_OR_SCALE)
-    if m.hoist_csr:
-        csr_setup(asm, k_h, 1, 1, 2)
-        d.set_hbm_base(asm, 2, 1, v_h.base)
-    k_reg, v_reg = (1, 2) if m.hoist_csr else (1, 1)
+        t.causal_mask(asm, geo, mask, stage, m.sym("mask"))
+    asm.s_ld_fp(1, 0, t.FP_EPS_OR_SCALE)
+    if hoist:
+        t.csr_setup(asm, k_h, 1, 1, 2)
+        t.set_hbm_base(asm, 2, 1, v_h.base)
+    k_reg, v_reg = (1, 2) if hoist else (1, 1)
 
-    def load(src: HbmTensor, areg: int, kb: int, tile0: int) -> None:
-        d.load_tiles(asm, geo, src, [(kb, c) for c in range(dt)], tile0, areg, (1, 2, 3), setup=not m.hoist_csr)
+    def load(src: HbmTensor, areg: int, kb: int, tile0: int, setup: bool = not hoist) -> None:
+        t.load_tiles(asm, geo, src, [(kb, c) for c in range(dt)], tile0, areg, (1, 2, 3), setup=setup)
 
-    def scores(qb: int, rows: int, kb: int, out: int, k_tile0: int) -> None:
-        tile_projection(asm, geo, q.block(qb, 0, ml), q.phys_rows * geo.vlen, k_tile0 * geo.tile, out, dt,
-                        cdiv(rows, geo.blen), transposed=True)  # fmt: skip
+    def scores(qb: int, rows: int, kb: int, out: int) -> None:
+        t.projection(asm, geo, q.block(qb, 0, ml), q.phys_rows * geo.vlen, 0, out, dt, cdiv(rows, geo.blen),
+                     transposed=True)  # fmt: skip
         if mask is not None and kb == qb:
-            d.block_binary(asm, geo, "V_ADD_VV", out, out, mask.base, rows, (1, 2, 3, 4))
+            t.block_binary(asm, geo, "V_ADD_VV", out, out, mask.base, rows, (1, 2, 3, 4))
 
-    def init_rows(row0: int, rows: int, state_row0: int) -> None:
-        """m = -inf and l = 0 for `rows` state entries from state_row0; O rows from row0 = 0."""
-        asm.s_ld_fp(6, 0, d.FP_RECI_HIDDEN_OR_NEG_INF)
-        asm.li(1, m_slot + state_row0)
+    def init_rows(row0: int, rows: int) -> None:
+        """m = -inf and l = 0 for `rows` state entries; O rows from row0 = 0."""
+        asm.s_ld_fp(6, 0, t.FP_RECI_HIDDEN_OR_NEG_INF)
+        asm.li(1, m_slot)
         with asm.loop(2, rows):
             asm.s_st_fp(6, 1, 0)
             asm.s_st_fp(0, 1, l_slot - m_slot)
@@ -503,19 +368,18 @@ def lower_attention(m: AttentionMapping, wl: Workload, geo: Geometry) -> Kernel:
                 asm.v_mul_vf(1, 1, 0)
                 asm.addi(1, 1, geo.vlen)
 
-    def flash_step(qb: int, rows: int, kb: int, v_tile0: int, row0_state: int, res_base: int) -> None:
-        """S, mask, online softmax, PV and the O update of one (q block, K block) pair."""
+    def flash_step(qb: int, rows: int, kb: int, v_tile0: int, row0_state: int) -> None:
+        """Online softmax, PV and the O update of one (q block, K block) pair."""
         assert pv is not None
-        d.online_softmax_rows(asm, geo, s.base, rows, m_slot + row0_state, res_base, l_slot + row0_state, scale != 1.0)
-        if m.loop_order == "q_outer":
+        t.online_softmax_rows(asm, geo, s.base, rows, m_slot + row0_state, res_slot, l_slot + row0_state, scale != 1.0)
+        if not kv_outer:
             load(v_h, v_reg, kb, v_tile0)
         for cb in range(dt):
-            tile_projection(asm, geo, s.base, 0, (v_tile0 + cb) * geo.tile, pv.block(0, cb, ml), 1,
-                            cdiv(rows, geo.blen))  # fmt: skip
-        d.scale_rows(asm, geo, o, qb * ml, rows, res_base, reciprocal=False)
+            t.projection(asm, geo, s.base, 0, (v_tile0 + cb) * geo.tile, pv.block(0, cb, ml), 1, cdiv(rows, geo.blen))
+        t.scale_rows(asm, geo, o, qb * ml, rows, res_slot, reciprocal=False)
         for cb in range(dt):
             oa = o.addr(qb * ml, cb * ml)
-            d.block_binary(asm, geo, "V_ADD_VV", oa, oa, pv.block(0, cb, ml), rows, (1, 2, 3, 4))
+            t.block_binary(asm, geo, "V_ADD_VV", oa, oa, pv.block(0, cb, ml), rows, (1, 2, 3, 4))
 
     qblocks = cdiv(sq, ml)
     if one_pass:
@@ -524,96 +388,67 @@ def lower_attention(m: AttentionMapping, wl: Workload, geo: Geometry) -> Kernel:
             kbs = qb + 1 if causal else kvt
             for kb in range(kbs):
                 load(k_h, k_reg, kb, 0)
-                scores(qb, rows, kb, s.block(0, kb, ml), 0)
-            _softmax_rows(asm, geo, s, rows, kbs)
+                scores(qb, rows, kb, s.block(0, kb, ml))
+            t.softmax_rows(asm, geo, s.base, rows, kbs, s.phys_rows * geo.vlen, rolled=True, scale_reg=1)
             for kb in range(kbs):  # V block kb, column block c -> MRAM tile kb*dt + c
-                d.load_tiles(asm, geo, v_h, [(kb, c) for c in range(dt)], kb * dt, v_reg, (1, 2, 3),
-                             setup=not m.hoist_csr and kb == 0)  # fmt: skip
+                load(v_h, v_reg, kb, kb * dt, setup=not hoist and kb == 0)
             for cb in range(dt):
-                tile_projection(asm, geo, s.base, s.phys_rows * geo.vlen, cb * geo.tile, o.addr(qb * ml, cb * ml), kbs,
-                                cdiv(rows, geo.blen), mat_k_stride=dt * geo.tile)  # fmt: skip
-    elif m.loop_order == "q_outer":
+                t.projection(asm, geo, s.base, s.phys_rows * geo.vlen, cb * geo.tile, o.addr(qb * ml, cb * ml), kbs,
+                             cdiv(rows, geo.blen), mat_k_stride=dt * geo.tile)  # fmt: skip
+    elif not kv_outer:
         for qb in range(qblocks):
             rows = min(ml, sq - qb * ml)
-            init_rows(qb * ml, rows, 0)
+            init_rows(qb * ml, rows)
             for kb in range(qb + 1 if causal else kvt):
                 load(k_h, k_reg, kb, 0)
-                scores(qb, rows, kb, s.base, 0)
-                flash_step(qb, rows, kb, 0, 0, res_slot)
-            d.scale_rows(asm, geo, o, qb * ml, rows, l_slot, reciprocal=True)
+                scores(qb, rows, kb, s.base)
+                flash_step(qb, rows, kb, 0, 0)
+            t.scale_rows(asm, geo, o, qb * ml, rows, l_slot, reciprocal=True)
     else:
-        init_rows(0, sq, 0)
+        init_rows(0, sq)
         for kb in range(kvt):
             load(k_h, k_reg, kb, 0)
             load(v_h, v_reg, kb, dt)
             for qb in range(kb if causal else 0, qblocks):
                 rows = min(ml, sq - qb * ml)
-                scores(qb, rows, kb, s.base, 0)
-                flash_step(qb, rows, kb, dt, qb * ml, res_slot)
+                scores(qb, rows, kb, s.base)
+                flash_step(qb, rows, kb, dt, qb * ml)
         for qb in range(qblocks):
             rows = min(ml, sq - qb * ml)
-            d.scale_rows(asm, geo, o, qb * ml, rows, l_slot + qb * ml, reciprocal=True)
-    fp = {d.FP_ZERO: 0.0, d.FP_EPS_OR_SCALE: scale, d.FP_RECI_HIDDEN_OR_NEG_INF: -math.inf}
+            t.scale_rows(asm, geo, o, qb * ml, rows, l_slot + qb * ml, reciprocal=True)
+    fp = {t.FP_ZERO: 0.0, t.FP_EPS_OR_SCALE: scale, t.FP_RECI_HIDDEN_OR_NEG_INF: -math.inf}
     return Kernel(asm.program({"op": "attention", "source": "lowering"}), al.layout(o, fp))
-
-
-def _softmax_rows(asm: Asm, geo: Geometry, s: VramTensor, rows: int, chunks: int) -> None:
-    """Scaled softmax of `rows` rows over their first `chunks` VLEN chunks, in a rolled row loop
-    (f1 holds the scale): the one-pass attention's normalisation."""
-    g_row, g_ptr, l_chunk, l_row = 1, 2, 3, 4
-    stride = s.phys_rows * geo.vlen
-
-    def over(body: Callable[[int], None]) -> None:
-        asm.addi(g_ptr, g_row, 0)
-        with asm.loop(l_chunk, chunks):
-            body(g_ptr)
-            asm.addi(g_ptr, g_ptr, stride)
-
-    def exp_sum(g: int) -> None:
-        asm.v_sub_vf(g, g, 2)
-        asm.v_exp(g, g)
-        asm.v_red_sum(3, g)
-
-    asm.li(g_row, s.base)
-    with asm.loop(l_row, rows):
-        over(lambda g: asm.v_mul_vf(g, g, 1))
-        asm.s_ld_fp(2, 0, d.FP_RECI_HIDDEN_OR_NEG_INF)
-        over(lambda g: asm.v_red_max(2, g))
-        asm.fadd(3, 0, 0)
-        over(exp_sum)
-        asm.freci(3, 3)
-        over(lambda g: asm.v_mul_vf(g, g, 3))
-        asm.addi(g_row, g_row, geo.vlen)
 
 
 # -- rope ---------------------------------------------------------------------------------------
 
 
-def lower_rope(m: RopeMapping, wl: Workload, geo: Geometry) -> Kernel:
-    if m == RopeMapping():
-        return _relabel(d.rope(wl, geo))
+def lower_rope(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
+    """x = x·cos + rotate_half(x)·sin in place (§4.8). The compiler takes rotate_half(x) as an
+    input and runs one rolled loop over all VLEN chunks."""
+    on_chip, unroll = m.sym("rotate") == "on_chip", m.flag("unroll")
     rows, hd = wl["rows"], wl["head_dim"]
     al = Allocator(geo)
-    names = ("X", "COS", "SIN") if m.rotate == "on_chip" else ("X", "X_rot", "COS", "SIN")
+    names = ("X", "COS", "SIN") if on_chip else ("X", "X_rot", "COS", "SIN")
     hbm = [al.hbm(nm, rows, hd) for nm in names]
     vram = {nm: al.vram(nm, rows, hd) for nm in names}
-    scratch = al.vram("scratch", 2, geo.vlen)
+    scratch = al.vram("scratch", 2 if on_chip else 1, geo.vlen)
     asm = Asm()
     for i, h in enumerate(hbm):
-        d.load_batch(asm, geo, h, vram[h.name], i, (1, 2, 3, 4, 5))
+        t.load_batch(asm, geo, h, vram[h.name], i, (1, 2, 3, 4, 5))
     x, cos, sin = vram["X"], vram["COS"], vram["SIN"]
     v = geo.vlen
 
-    def repeat(n: int, body: Callable[[], None]) -> None:
-        if m.unroll:
+    def repeat(n: int, counter: int, body: Callable[[], None]) -> None:
+        if unroll:
             for _ in range(n):
                 body()
         else:
-            with asm.loop(15, n):
+            with asm.loop(counter, n):
                 body()
 
-    if m.rotate == "load":
-        g_x, g_rot, g_cos, g_sin, g_scr = 1, 2, 3, 4, 5
+    if not on_chip:
+        g_x, g_rot, g_cos, g_sin, g_scr, l_chunk = 1, 2, 3, 4, 5, 6
         for g, base in ((g_x, x.base), (g_rot, vram["X_rot"].base), (g_cos, cos.base), (g_sin, sin.base)):
             asm.li(g, base)
         asm.li(g_scr, scratch.base)
@@ -625,10 +460,10 @@ def lower_rope(m: RopeMapping, wl: Workload, geo: Geometry) -> Kernel:
             for g in (g_x, g_rot, g_cos, g_sin):
                 asm.addi(g, g, v)
 
-        repeat(rows * hd // v, body)
+        repeat(rows * hd // v, l_chunk, body)
     else:
         half = rows * hd // (2 * v) * v  # element distance from chunk c to its partner c + hd/2
-        g_x1, g_x2, g_c1, g_c2, g_s1, g_s2, g_a, g_b = 1, 2, 3, 4, 5, 6, 7, 8
+        g_x1, g_x2, g_c1, g_c2, g_s1, g_s2, g_a, g_b, l_pair = 1, 2, 3, 4, 5, 6, 7, 8, 9
         for g, base in ((g_x1, x.base), (g_x2, x.base + half), (g_c1, cos.base), (g_c2, cos.base + half),
                         (g_s1, sin.base), (g_s2, sin.base + half), (g_a, scratch.base), (g_b, scratch.base + v)):  # fmt: skip
             asm.li(g, base)
@@ -643,20 +478,14 @@ def lower_rope(m: RopeMapping, wl: Workload, geo: Geometry) -> Kernel:
             for g in (g_x1, g_x2, g_c1, g_c2, g_s1, g_s2):
                 asm.addi(g, g, v)
 
-        repeat(rows * hd // (2 * v), pair)
-    return Kernel(asm.program({"op": "rope", "source": "lowering"}), al.layout(x, {d.FP_ZERO: 0.0}))
+        repeat(rows * hd // (2 * v), l_pair, pair)
+    return Kernel(asm.program({"op": "rope", "source": "lowering"}), al.layout(x, {t.FP_ZERO: 0.0}))
 
 
 # -- entry point ----------------------------------------------------------------------------------
 
 
-def _relabel(k: Kernel) -> Kernel:
-    """A compiler-template kernel reached through the mapping interface."""
-    meta = {**k.program.meta, "source": "lowering"}
-    return Kernel(Program(k.program.target, k.program.instrs, meta), k.layout)
-
-
-_LOWER: dict[str, Callable[[Any, Workload, Geometry], Kernel]] = {
+FAMILIES: dict[str, Callable[[Mapping, Workload, Geometry], Kernel]] = {
     "linear": lower_linear,
     "rmsnorm": lower_rmsnorm,
     "softmax": lower_softmax,
@@ -666,9 +495,11 @@ _LOWER: dict[str, Callable[[Any, Workload, Geometry], Kernel]] = {
 }
 
 
-def lower(mapping: Any, wl: Workload, geo: Geometry | None = None) -> Kernel:
-    """Lower a mapping for `wl`; raises MappingError (every violation) when it is illegal."""
-    geo = geo or Geometry()
+def lower(kb: KB, mapping: Mapping, wl: Workload) -> Kernel:
+    """The kernel of a mapping for `wl` on the KB's machine. Legality first: a shape outside
+    the compiler's envelope raises WorkloadError, a mapping that breaks a constraint of
+    plena.md §8 raises IllegalMapping naming every violated constraint."""
+    geo = Geometry.from_params(kb.params)
     check_shape(wl, geo.mlen, geo.blen, geo.mram_tiles)
-    check(mapping, wl, geo)
-    return _LOWER[wl.op](mapping, wl, geo)
+    check(kb, mapping, wl)
+    return FAMILIES[wl.op](mapping, wl, geo)

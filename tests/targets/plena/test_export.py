@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from zomboss.targets.plena import TARGET
 from zomboss.targets.plena.asm import parse_program
-from zomboss.targets.plena.default import default_kernel
 from zomboss.targets.plena.export import program_text, read_sidecar, sidecar_path
-from zomboss.targets.plena.mapping import RopeMapping
 from zomboss.targets.plena.suite import SUITE, workload
 
+from zomboss.candidate import default_result
 from zomboss.errors import ZombossError
+from zomboss.mapping import space
 from zomboss.program import Instr, Program
 
 REG = re.compile(r"^(gp(1[0-5]|[0-9])|f[0-7]|a[0-7])$")
@@ -58,7 +58,7 @@ TEXT_CASES = [w for w in SUITE if w.id not in {"ffn_64x384x1408", "ffn_32x576x15
 
 @pytest.mark.parametrize("wl", TEXT_CASES, ids=lambda w: w.id)
 def test_exported_text_suits_plena_and_reads_back(cfg, wl) -> None:
-    k = default_kernel(wl)
+    k = TARGET.kernel(TARGET.instance(wl, {}))
     text = program_text(cfg.kb, k.program, f"{wl.id}\nsecond header line")
     assert plena_assembler_accepts(text) == []
     back = parse_program(cfg.kb, text, "x.asm")
@@ -94,7 +94,7 @@ def test_sidecar_describes_the_layout(tmp_path: Path) -> None:
     assert [t["name"] for t in data["layout"]["hbm"]["inputs"]] == ["Q", "K", "V"]
     assert data["mapping"]["op"] == "attention" and data["params"]["mlen"] == 64
     wl2, layout, _ = read_sidecar(side)
-    assert wl2 == wl and layout == default_kernel(wl).layout
+    assert wl2 == wl and layout == TARGET.kernel(TARGET.instance(wl, {})).layout
     assert math.isinf(layout.fp_sram[2])
 
 
@@ -102,8 +102,9 @@ def test_simulate_file_verifies_with_the_sidecar_and_times_without(tmp_path: Pat
     wl = workload("sm_16x64")
     out = TARGET.export(wl, tmp_path / "sm.asm", {})
     r = TARGET.simulate_file(out, {})
-    d = TARGET.default(wl, {})
+    d = default_result(TARGET, wl, {})
     assert r.verified is True and r.cycles == d.cycles and r.workload == "sm_16x64"
+    assert [g["seed"] for g in r.extra["gates"]] == [0, 1] and r.mapping == d.mapping
     side = sidecar_path(out)
     data = json.loads(side.read_text())
     data["layout"]["vram"]["output"]["base"] += 64  # point at the wrong rows
@@ -116,7 +117,9 @@ def test_simulate_file_verifies_with_the_sidecar_and_times_without(tmp_path: Pat
 
 def test_export_of_a_mapping_writes_its_lowering(tmp_path: Path) -> None:
     wl = workload("rope_64x128")
-    out = TARGET.export(wl, tmp_path / "r.asm", {}, mapping=RopeMapping(rotate="on_chip"))
+    lib = TARGET.reference_mappings(wl, {})["library"]
+    on_chip = space(TARGET.kb({}), "rope").mapping({**lib.as_dict(), "rotate": "on_chip"}, wl.shape)
+    out = TARGET.export(wl, tmp_path / "r.asm", {}, mapping=on_chip)
     data = json.loads(sidecar_path(out).read_text())
     assert data["mapping"]["knobs"]["rotate"] == "on_chip"
     assert [t["name"] for t in data["layout"]["hbm"]["inputs"]] == ["X", "COS", "SIN"]
@@ -128,3 +131,9 @@ def test_bad_sidecar_is_a_clear_error(tmp_path: Path) -> None:
     sidecar_path(out).write_text("{broken")
     with pytest.raises(ZombossError, match="not JSON"):
         TARGET.simulate_file(out, {})
+
+
+def test_simulate_file_says_when_the_program_was_written_for_another_machine(tmp_path: Path) -> None:
+    out = TARGET.export(workload("rope_4x64"), tmp_path / "r.asm", {"hbm_v_prefetch": 2})
+    assert TARGET.simulate_file(out, {"hbm_v_prefetch": 2}).extra.get("written_for_other_params") is None
+    assert TARGET.simulate_file(out, {}).extra["written_for_other_params"] == {"hbm_v_prefetch": 2}

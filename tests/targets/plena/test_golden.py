@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from zomboss.targets.plena.default import default_kernel
+from zomboss.targets.plena import TARGET
 from zomboss.targets.plena.golden import golden, make_inputs, quantize_inputs, reference, rope_tables, rotate_half
 from zomboss.targets.plena.layout import Kernel
 from zomboss.targets.plena.numerics import bf16_round, mx_fake_quant
@@ -119,31 +119,35 @@ def test_strict_gate_needs_every_element() -> None:
     assert not g.passed and g.match_rate == pytest.approx(0.999)
 
 
-def test_a_wrong_kernel_fails_verification(cfg) -> None:
+def seeds(wl, n: int = 1):
+    return [TARGET.instance(wl, {}, seed) for seed in range(n)]
+
+
+def test_a_wrong_kernel_fails_verification() -> None:
     """The softmax default with the wrong pre-scale in FP SRAM slot 1 must not pass."""
     wl = workload("sm_16x64")
-    k = default_kernel(wl)
+    k = TARGET.kernel(TARGET.instance(wl, {}))
     wrong = Kernel(k.program, replace(k.layout, fp_sram={**k.layout.fp_sram, 1: 1.0}))
-    ver = verify(wrong, wl, cfg)
+    ver = verify(wrong, seeds(wl, 2))
     assert not ver.verified and not ver.checks[0].strict.passed
     assert "strict gate" in ver.reason
 
 
-def test_writes_outside_the_declared_regions_fail_verification(cfg) -> None:
+def test_writes_outside_the_declared_regions_fail_verification() -> None:
     wl = workload("rope_4x64")
-    k = default_kernel(wl)
+    k = TARGET.kernel(TARGET.instance(wl, {}))
     stray = (Instr("S_LUI_INT", (1, 100)), Instr("V_ADD_VV", (1, 0, 0, 0)))  # VRAM row 0 holds x
     prog = Program("plena", k.program.instrs + stray, k.program.meta)
-    ver = verify(Kernel(prog, k.layout), wl, cfg, seeds=(0,))
+    ver = verify(Kernel(prog, k.layout), seeds(wl))
     c = ver.checks[0]
     assert c.plena.passed and c.strict.passed and not c.untouched
     assert "VRAM outside the declared regions" in ver.reason
 
 
-def test_nan_outputs_fail_verification(cfg) -> None:
+def test_nan_outputs_fail_verification() -> None:
     """RMSNorm with eps = 0 over an all-zero row gives 0·inf = NaN."""
     wl = workload("rms_4x384")
-    k = default_kernel(wl)
+    k = TARGET.kernel(TARGET.instance(wl, {}))
     zero_first_row = (
         Instr("S_ADDI_INT", (1, 0, 0)),
         Instr("C_LOOP_START", (4, 6)),
@@ -155,5 +159,5 @@ def test_nan_outputs_fail_verification(cfg) -> None:
     at = max(i for i in range(at) if k.program.instrs[i].op == "C_LOOP_END") + 1
     instrs = k.program.instrs[:at] + zero_first_row + k.program.instrs[at:]
     bad = Kernel(Program("plena", instrs, k.program.meta), replace(k.layout, fp_sram={**k.layout.fp_sram, 1: 0.0}))
-    c = verify(bad, wl, cfg, seeds=(0,)).checks[0]
+    c = verify(bad, seeds(wl)).checks[0]
     assert not c.finite and not c.passed
