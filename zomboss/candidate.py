@@ -53,4 +53,7 @@ def default_result(t: Target, wl: Workload, params: Params) -> KernelResult:
     """Candidate-0 of `wl`, verified."""
     inst = t.instance(wl, params, seed=0)
     ev = t.evaluate(inst, library_default(t, wl, params), Mode.VERIFIED)
-    return kernel_result(t, wl, ev, params, default_cycles=ev.cycles, extra={"candidate": "library"})
+    seeds = ev.report.get("verified_seeds") or [ev.seed]  # a target may verify more seeds than the one asked for
+    return kernel_result(
+        t, wl, ev, params, default_cycles=ev.cycles, simulations=len(seeds), extra={"candidate": "library"}
+    )

@@ -53,41 +53,67 @@ def test_bad_inputs_are_one_line_errors(tmp_path, capsys):
     assert main(["kb", "query", TOY, "Capacity(M)"]) == 2
     assert "expected an atom" in capsys.readouterr().err
     m = tmp_path / "m.json"
-    m.write_text('{"op": "matmul", "shape": {"M": 16, "N": 16, "K": 16}, "mapping": {"tile_i": 1, "tile_q": 1}}')
+    m.write_text(
+        '{"op": "matmul", "shape": {"M": 16, "N": 16, "K": 16}, "mapping": {"op": "matmul", "knobs": {"tile_i": 1, "tile_q": 1}}}'
+    )
     assert main(["kb", "check", TOY, str(m)]) == 2
-    assert "unknown knob 'tile_q'" in capsys.readouterr().err
+    assert "no knob 'tile_q'" in capsys.readouterr().err
 
 
-def test_kb_check_mapping_files_of_both_targets(tmp_path, capsys):
-    """Mappings as the targets print them (Gemmini: flat with "op"; PLENA: {"op", "knobs"})."""
-    from zomboss.targets.gemmini import TARGET as GEMMINI
-    from zomboss.targets.gemmini.mapping import library_default
-    from zomboss.targets.plena import TARGET as PLENA
-    from zomboss.targets.plena.mapping import library_default as plena_default
-    from zomboss.targets.plena.mapping import to_json
+def _default_mapping(capsys, target: str, wid: str) -> dict:
+    assert main(["default", target, wid, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)["mapping"]
 
-    m = library_default(GEMMINI.workload("mm256")).to_json()
+
+def test_kb_check_reads_the_mapping_default_prints(tmp_path, capsys):
+    """One JSON form everywhere: `kb check` reads exactly the `mapping` of `default --json`."""
+    m = _default_mapping(capsys, "gemmini", "mm256")
+    assert set(m) == {"op", "knobs"}
     good = tmp_path / "g.json"
     good.write_text(json.dumps({"workload": "mm256", "mapping": m}))
     assert main(["kb", "check", "gemmini", str(good)]) == 0
     assert "legal" in capsys.readouterr().out
     bad = tmp_path / "b.json"
-    bad.write_text(json.dumps({"workload": "mm256", "mapping": {**m, "tile_k": 64, "tile_i": 8}}))
+    bad.write_text(
+        json.dumps({"workload": "mm256", "mapping": {**m, "knobs": {**m["knobs"], "tile_k": 64, "tile_i": 8}}})
+    )
     assert main(["kb", "check", "gemmini", str(bad), "--json"]) == 1
     out = json.loads(capsys.readouterr().out)
-    assert {v["rule"] for v in out["violations"]} == {"map.tile_k_range", "map.hw_spad_fit", "map.hw_acc_fit"}
+    assert {"map.tile_k_range", "map.hw_spad_fit", "map.hw_acc_fit"} <= {v["rule"] for v in out["violations"]}
     assert out["core"]
 
-    p = to_json(plena_default(PLENA.workload("attn_1kc")))
+    p = _default_mapping(capsys, "plena", "lin_60m_q")
     pj = tmp_path / "p.json"
-    pj.write_text(
-        json.dumps({"workload": "attn_1kc", "mapping": {**p, "knobs": {**p["knobs"], "loop_order": "kv_outer"}}})
+    pj.write_text(json.dumps({"workload": "lin_60m_q", "mapping": p}))
+    assert main(["kb", "check", "plena", str(pj)]) == 0
+    capsys.readouterr()
+    a = tmp_path / "a.json"
+    a.write_text(
+        json.dumps(
+            {
+                "workload": "attn_1kc",
+                "mapping": {
+                    "op": "attention",
+                    "knobs": {
+                        "algorithm": "flash",
+                        "loop_order": "kv_outer",
+                        "mask": "elementwise",
+                        "hoist_csr": "false",
+                    },
+                },
+            }
+        )
     )
-    assert main(["kb", "check", "plena", str(pj), "--json"]) == 1
+    assert main(["kb", "check", "plena", str(a), "--json"]) == 1
     out = json.loads(capsys.readouterr().out)
     assert [v["rule"] for v in out["violations"]] == ["att.kv_outer_state"]
     assert out["violations"][0]["values"]["sq"] == 1024
     wrong = tmp_path / "w.json"
     wrong.write_text(json.dumps({"workload": "mm256", "mapping": {**m, "op": "conv"}}))
     assert main(["kb", "check", "gemmini", str(wrong)]) == 2
-    assert "the mapping is for 'conv'" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "the mapping is for" in err and "conv" in err
+    flat = tmp_path / "f.json"
+    flat.write_text(json.dumps({"workload": "mm256", "mapping": m["knobs"]}))
+    assert main(["kb", "check", "gemmini", str(flat)]) == 2
+    assert "the form `zomboss default --json` prints" in capsys.readouterr().err
