@@ -19,12 +19,11 @@ import math
 import sys
 import time
 
-from zomboss.targets.gemmini.config import GemminiConfig
-from zomboss.targets.gemmini.default import bound_cycles
-from zomboss.targets.gemmini.kernels import evaluate
-from zomboss.targets.gemmini.mapping import exo_style
+from zomboss.targets.gemmini import TARGET
+from zomboss.targets.gemmini.kernels import bound_cycles, run
 from zomboss.targets.gemmini.presets import DEFAULT_PRESET, PRESETS
-from zomboss.targets.gemmini.suite import SUITE
+
+from zomboss.target import Mode
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
         help="instances simulated functionally and checked against NumPy",
     )
     args = ap.parse_args(argv)
-    cfg = GemminiConfig()
+    cfg = TARGET.config({})
     ops = ("matmul", "conv") if args.conv else ("matmul",)
     print(f"preset {args.preset}; ratio = default cycles / exo-style cycles; bound = roofline lower bound")
     print(
@@ -48,13 +47,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     ratios: dict[str, list[float]] = {op: [] for op in ops}
     ok = True
-    for wl in SUITE:
+    for wl in TARGET.suite():
         if wl.op not in ops:
             continue
         t0 = time.perf_counter()
         full = wl.id in args.verify
-        lib = evaluate(wl, None, cfg, preset=args.preset, functional=full)
-        exo = evaluate(wl, exo_style(wl, cfg), cfg, preset=args.preset, functional=full)
+        mode = Mode.VERIFIED if full else Mode.TIMING
+        inst, refs = TARGET.instance(wl, {}), TARGET.reference_mappings(wl, {})
+        lib = run(inst, refs["library"], mode, preset=args.preset)
+        exo = run(inst, refs["exo"], mode, preset=args.preset)
         ratio = lib.cycles / exo.cycles
         bound = bound_cycles(wl, cfg, args.preset)
         ratios[wl.op].append(ratio)

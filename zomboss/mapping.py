@@ -17,9 +17,10 @@ canonical, so two mappings are equal exactly when they describe the same kernel.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from collections.abc import Mapping as Map
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from zomboss import docmodel as dm
@@ -210,8 +211,25 @@ class Space:
         if knob.when is None:
             return True
         env = self._env(values, shape)
-        f = ex.compile_python(knob.when, lambda n: n in env, lambda n: n.lower() in self.symbols)
-        return bool(f(env))
+        try:
+            return bool(self._compiled(knob.when, env)(env))
+        except ex.EVAL_ERRORS:
+            return False  # an undefined condition does not hold (as knob_active in ASP)
+
+    @cached_property
+    def _compiled_exprs(self) -> dict[tuple[int, frozenset[str]], Callable[[Map[str, object]], object]]:
+        return {}
+
+    def _compiled(self, e: ex.Expr, env: Map[str, object]) -> Callable[[Map[str, object]], object]:
+        """`ex.compile_python(e)` for an env with these names, compiled once per Space (the
+        expressions are the Space's own, so their ids are stable while it lives)."""
+        key = (id(e), frozenset(env))
+        f = self._compiled_exprs.get(key)
+        if f is None:
+            names = key[1]
+            f = ex.compile_python(e, lambda n: n in names, lambda n: n.lower() in self.symbols)
+            self._compiled_exprs[key] = f
+        return f
 
     def _env(self, values: Map[str, Value], shape: Shape) -> dict[str, object]:
         env: dict[str, object] = {**self.params, **{k: int(v) for k, v in shape.items()}}
@@ -297,7 +315,25 @@ class Space:
         """Every constraint of the doc that `m` breaks on `shape` (empty: legal)."""
         if m.op != self.op:
             return [Violation("map.op", f"a {m.op} mapping cannot map a {self.op} workload", str(self.loc), 0, 0, m.op)]
-        return mapping_violations(kb, self.op, self.flat(m, shape))
+        flat = self.flat(m, shape)
+        if self._legal(kb, flat):
+            return []
+        return mapping_violations(kb, self.op, flat)
+
+    def _legal(self, kb: KB, flat: Map[str, int | str]) -> bool:
+        """A fast test that `mapping_violations` finds nothing (same env, same checks, with the
+        constraints compiled once); anything it cannot vouch for goes the full way."""
+        if kb.params != self.params:
+            return False
+        for k in self.knobs:
+            v = flat.get(k.name)
+            if v is None or (v not in k.values if k.values else not k.lo <= v <= k.hi):  # type: ignore[operator]
+                return False
+        env: dict[str, object] = {**kb.params, **{k: (v.lower() if isinstance(v, str) else v) for k, v in flat.items()}}
+        try:
+            return all(self._compiled(c.expr, env)(env) for c in self.constraints)
+        except ex.EVAL_ERRORS + (ZeroDivisionError,):
+            return False  # the full check decides (and reports) what the fast one cannot
 
     def check(self, kb: KB, m: Mapping, shape: Shape) -> None:
         found = self.violations(kb, m, shape)

@@ -1,73 +1,137 @@
-"""The Gemmini target: suite, compiler default, program files, C export (zomboss.target.Target).
+"""The Gemmini target (`zomboss.target.Target`): suite, instances, reference mappings, lowering,
+evaluation in three modes, roofline bound, program files and the C export.
 
-Beyond the `Target` protocol, `TARGET` exposes the mapping interface the search uses:
-`mapping_from_json`, `reference_mappings` (library default and Exo-style) and `evaluate`
-(lower a mapping, simulate it timing-only or functional + timing, verify).
+Everything machine-specific comes from gemmini.md through the KB of the requested parameter
+overrides (`kb(params)`): the configuration (`GemminiConfig.from_kb`), the mapping space, the
+rules the simulator checks. Candidate-0 is `lower(reference_mappings(wl)["library"])`: the
+library's tiling (`tiling.py`) as a mapping, lowered through the hardware loops.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from zomboss.targets.gemmini.config import GemminiConfig
-from zomboss.targets.gemmini.default import bound_cycles, build_default
+from zomboss.targets.gemmini.config import DOC, GemminiConfig, machine_kb
 from zomboss.targets.gemmini.export import export_c, program_text, sidecar_path
-from zomboss.targets.gemmini.isa import OPERANDS
-from zomboss.targets.gemmini.kernels import Evaluation, buffers, evaluate, program_for
-from zomboss.targets.gemmini.mapping import GemminiMapping, exo_style, from_json, knob_table, library_default
+from zomboss.targets.gemmini.instance import GemminiInstance, build_instance
+from zomboss.targets.gemmini.kernels import bound_cycles, run
+from zomboss.targets.gemmini.lowering import lower
+from zomboss.targets.gemmini.mapping import exo_style, library_default
 from zomboss.targets.gemmini.presets import DEFAULT_PRESET, PRESETS
-from zomboss.targets.gemmini.simulator import dynamic_stream, simulate
+from zomboss.targets.gemmini.simulator import SimResult, dynamic_stream, simulate
 from zomboss.targets.gemmini.suite import SCHEMAS, SUITE, workload
+from zomboss.targets.gemmini.timing import BREAKDOWN
 
 from zomboss.errors import ZombossError
+from zomboss.knowledge import KB
+from zomboss.mapping import Mapping as KnobMapping
 from zomboss.program import Instr, Program, ProgramSyntaxError, parse_lines
 from zomboss.results import KernelResult
+from zomboss.target import Evaluation, Instance, Mode
 from zomboss.workload import Workload
 
 Params = Mapping[str, int]
+_INSTANCES = 8  # instances kept (LRU): a search evaluates many mappings of a few workloads
 
 
 class SidecarError(ZombossError):
     """A program sidecar that does not describe the program's workload and buffers."""
 
 
+def _key(params: Params) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted((k.lower(), int(v)) for k, v in params.items()))
+
+
 class GemminiTarget:
     name = "gemmini"
-    doc = Path(__file__).with_name("gemmini.md")
+    doc = DOC
 
-    # ---- Target protocol
+    def __init__(self) -> None:
+        self._instances: OrderedDict[tuple[Any, ...], GemminiInstance] = OrderedDict()
+        self._configs: dict[tuple[tuple[str, int], ...], GemminiConfig] = {}
+
+    # ---- machine and suite
+    def kb(self, params: Params) -> KB:
+        """The doc's KB with these overrides (cached; the KB build refuses unknown or illegal ones)."""
+        return machine_kb(_key(params))
+
+    def config(self, params: Params) -> GemminiConfig:
+        key = _key(params)
+        if key not in self._configs:
+            self._configs[key] = GemminiConfig.from_kb(machine_kb(key))
+        return self._configs[key]
+
     def suite(self) -> Sequence[Workload]:
         return SUITE
 
     def workload(self, spec: str) -> Workload:
         return workload(spec)
 
-    def default(self, wl: Workload, params: Params) -> KernelResult:
-        """tiled_matmul_auto / tiled_conv_auto, simulated functional + timing, verified."""
-        cfg = GemminiConfig.from_params(params)
-        ev = evaluate(wl, None, cfg)
-        return self._result(
-            wl,
-            cfg,
-            library_default(wl, cfg),
-            ev,
-            default_cycles=ev.cycles,
-            kernel="tiled_matmul_auto" if wl.op == "matmul" else "tiled_conv_auto",
+    # ---- the search-facing protocol
+    def instance(self, wl: Workload, params: Params, seed: int = 0) -> GemminiInstance:
+        """The placement of `wl`'s operands (inputs and reference built on first verified use),
+        kept in a small LRU so that every evaluation of `wl` reuses it."""
+        key = (wl.id, wl.op, tuple(wl.shape.items()), _key(params), seed)
+        inst = self._instances.get(key)
+        if inst is None:
+            inst = build_instance(wl, self.config(params), params, seed)
+            self._instances[key] = inst
+            while len(self._instances) > _INSTANCES:
+                self._instances.popitem(last=False)
+        else:
+            self._instances.move_to_end(key)
+        return inst
+
+    def reference_mappings(self, wl: Workload, params: Params) -> dict[str, KnobMapping]:
+        """Candidate-0 ("library": tiled_matmul_auto / tiled_conv_auto) first, then "exo"."""
+        cfg = self.config(params)
+        return {"library": library_default(wl, cfg), "exo": exo_style(wl, cfg)}
+
+    def lower(self, inst: Instance, mapping: KnobMapping) -> Program:
+        """The program of `mapping` on the instance's placement (IllegalMapping if it breaks a
+        constraint of gemmini.md §11)."""
+        g = _gemmini(inst)
+        return lower(mapping, g.workload, g.buffers, g.cfg)
+
+    def evaluate(self, inst: Instance, mapping: KnobMapping, mode: Mode) -> Evaluation:
+        g = _gemmini(inst)
+        r = run(g, mapping, mode)
+        sim = r.sim
+        breakdown = dict(sim.breakdown)
+        assert tuple(sorted(breakdown)) == tuple(sorted(BREAKDOWN)) and sum(breakdown.values()) == sim.cycles
+        return Evaluation(
+            target=self.name,
+            workload=g.workload.id,
+            mapping=mapping,
+            mode=mode,
+            cycles=sim.cycles,
+            verified=r.verified,
+            breakdown=breakdown,
+            instructions=int(sim.stats["instructions"]),
+            wall_s=r.wall_s,
+            seed=g.seed,
+            report={**_report(sim), "kernel": _kernel(mapping), "static_instructions": len(r.program)},
         )
 
+    def bound(self, wl: Workload, params: Params, mapping: KnobMapping | None = None) -> int:
+        """The roofline: max(array cycles after padding to DIM, least DRAM traffic / bandwidth of
+        the default preset). It holds for every mapping, so `mapping` does not tighten it."""
+        return bound_cycles(wl, self.config(params), DEFAULT_PRESET)
+
+    # ---- programs and files
     def read_program(self, path: Path, params: Params) -> Program:
-        """Parse the text form; mnemonics and operand counts follow the doc's signatures (the
-        KB's when the doc builds, else the signature contract in isa.py)."""
+        """Parse the text form; mnemonics and operand counts follow the doc's signatures."""
         path = Path(path)
         try:
             text = path.read_text()
         except OSError as e:
             raise ZombossError(f"{path}: {e.strerror}") from None
-        signatures = _signatures(params)
+        signatures = {name: tuple(op.name for op in ins.operands) for name, ins in self.kb(params).instrs.items()}
         instrs: list[Instr] = []
         for ins, _ in parse_lines(text, str(path), ()):
             names = signatures.get(ins.op)
@@ -84,13 +148,13 @@ class GemminiTarget:
     def trace(self, program: Program, params: Params) -> Iterator[tuple[Instr, Mapping[int, int]]]:
         """Gemmini has no registers; the stream is the program with its hardware loops expanded
         into the commands their FSMs issue (what the simulator checks)."""
-        return dynamic_stream(program, GemminiConfig.from_params(params))
+        return dynamic_stream(program, self.config(params))
 
     def simulate_file(self, path: Path, params: Params) -> KernelResult:
         """Check and time a program file; verify it when its sidecar (`<file>.json`, written by
         export) names the workload whose inputs the program reads."""
         path = Path(path)
-        cfg = GemminiConfig.from_params(params)
+        cfg = self.config(params)
         program = self.read_program(path, params)
         side = sidecar_path(path)
         t0 = time.perf_counter()
@@ -106,56 +170,60 @@ class GemminiTarget:
                 extra={
                     "verify_reason": f"no sidecar {side.name}: the program's inputs and expected output are "
                     "unknown, so it was checked and timed only",
+                    "breakdown": sim.breakdown,
                     **_report(sim),
                 },
             )
         meta = _read_sidecar(side)
+        exported = meta.get("params", {})
+        if isinstance(exported, dict) and _key(exported) != _key(params):
+            given = ", ".join(f"{k}={v}" for k, v in _key(exported)) or "none"
+            raise SidecarError(f"{side}: the program was exported for --param overrides {given}; pass the same ones")
         wl = workload(str(meta["workload"]))
-        kernel = build_default(wl, cfg, int(meta.get("seed", 0)))
-        want = buffers(wl, kernel).__dict__
+        inst = self.instance(wl, params, int(meta.get("seed", 0)))
+        want = inst.buffers.__dict__
         try:
             got = {str(k): int(v) for k, v in dict(meta.get("buffers", {})).items()}
         except (TypeError, ValueError):
             raise SidecarError(f"{side}: 'buffers' must map operand names to integer addresses") from None
         if got != want:
             raise SidecarError(f"{side}: buffers {got} differ from the placement of {wl.id} ({want})")
-        sim = simulate(program, cfg, kernel.dram, functional=True, timing=True)
+        sim = simulate(program, cfg, inst.dram(), functional=True, timing=True)
         assert sim.dram is not None
-        ok = kernel.verify(sim.dram)
-        mapping = meta.get("mapping") or {}
         return KernelResult(
             target=self.name,
             workload=wl.id,
-            verified=ok,
+            verified=inst.verify(sim.dram),
             cycles=sim.cycles,
-            mapping=mapping,
+            mapping=meta.get("mapping") or {},
             wall_s=time.perf_counter() - t0,
-            bound_cycles=bound_cycles(wl, cfg, DEFAULT_PRESET),
-            extra=_report(sim),
+            bound_cycles=self.bound(wl, params),
+            extra={"breakdown": sim.breakdown, **_report(sim)},
         )
 
-    def export(self, wl: Workload, out: Path, params: Params, mapping: GemminiMapping | None = None) -> Path:
-        """Write the default kernel (or `mapping`'s) as a bare-metal C test at `out`, and next to
-        it the program text (`.asm`) with its sidecar, which `simulate_file` verifies."""
-        cfg = GemminiConfig.from_params(params)
+    def export(self, wl: Workload, out: Path, params: Params, mapping: KnobMapping | None = None) -> Path:
+        """Write the kernel of `mapping` (default: Candidate-0) as a bare-metal C test at `out`,
+        and next to it the program text (`.asm`) with its sidecar, which `simulate_file` verifies."""
         out = Path(out)
         if out.suffix == ".asm":
             raise ZombossError(f"{out}: the C test needs another suffix (.c); the .asm program is written next to it")
-        kernel = build_default(wl, cfg)
-        m = mapping or library_default(wl, cfg)
-        program = program_for(wl, mapping, cfg, kernel)
-        bufs = buffers(wl, kernel)
+        inst = self.instance(wl, params)
+        m = mapping if mapping is not None else self.reference_mappings(wl, params)["library"]
+        program = self.lower(inst, m)
+        bufs = inst.buffers
         addrs = {k: v for k, v in bufs.__dict__.items() if k != "scale_bits"}
         export_c(wl, program, out, addrs, bufs.scale_bits)
         asm = out.with_suffix(".asm")
         asm.write_text(program_text(program, f"{wl.id}: {wl.spec}"))
-        sidecar_path(asm).write_text(
-            json.dumps(
-                {"target": self.name, "workload": wl.id, "seed": 0, "mapping": m.to_json(), "buffers": bufs.__dict__},
-                indent=2,
-            )
-            + "\n"
-        )
+        side = {
+            "target": self.name,
+            "workload": wl.id,
+            "seed": inst.seed,
+            "params": dict(_key(params)),
+            "mapping": m.to_json(),
+            "buffers": bufs.__dict__,
+        }
+        sidecar_path(asm).write_text(json.dumps(side, indent=2) + "\n")
         return out
 
     def describe(self) -> Mapping[str, Any]:
@@ -163,78 +231,30 @@ class GemminiTarget:
             "ops": {op: list(s.required) + [f"{k}={v}" for k, v in s.optional.items()] for op, s in SCHEMAS.items()},
             "timing_presets": {p.name: p.doc for p in PRESETS.values()},
             "default_preset": DEFAULT_PRESET,
-            "modes": ["functional+timing (verification)", "timing-only (search)"],
-            "default_kernels": ["tiled_matmul_auto (loop_ws)", "tiled_conv_auto (loop_conv_ws)"],
+            "modes": [m.value for m in Mode],
+            "reference_mappings": ["library (tiled_matmul_auto / tiled_conv_auto via loop_ws / loop_conv_ws)", "exo"],
         }
 
-    # ---- mapping interface (used by the search)
-    def mapping_from_json(self, data: Mapping[str, Any]) -> GemminiMapping:
-        return from_json(data)
 
-    def knobs(self, op: str) -> list[dict[str, str]]:
-        return knob_table(op)
-
-    def reference_mappings(self, wl: Workload, params: Params) -> dict[str, GemminiMapping]:
-        cfg = GemminiConfig.from_params(params)
-        return {"library": library_default(wl, cfg), "exo": exo_style(wl, cfg)}
-
-    def evaluate(
-        self,
-        wl: Workload,
-        mapping: GemminiMapping,
-        params: Params,
-        *,
-        functional: bool = True,
-        default_cycles: int | None = None,
-    ) -> KernelResult:
-        """Lower and simulate a mapping; functional runs verify against NumPy, timing-only runs
-        report `verified: null`."""
-        cfg = GemminiConfig.from_params(params)
-        ev = evaluate(wl, mapping, cfg, functional=functional)
-        return self._result(wl, cfg, mapping, ev, default_cycles=default_cycles, kernel="lowered")
-
-    def _result(
-        self,
-        wl: Workload,
-        cfg: GemminiConfig,
-        m: GemminiMapping,
-        ev: Evaluation,
-        *,
-        default_cycles: int | None,
-        kernel: str,
-    ) -> KernelResult:
-        return KernelResult(
-            target=self.name,
-            workload=wl.id,
-            verified=ev.verified,
-            cycles=ev.cycles,
-            mapping=m.to_json(),
-            simulations=1,
-            wall_s=ev.wall_s,
-            default_cycles=default_cycles,
-            bound_cycles=bound_cycles(wl, cfg, DEFAULT_PRESET),
-            extra={"kernel": kernel, "instructions": len(ev.program.instrs), **_report(ev.sim)},
-        )
+def _gemmini(inst: Instance) -> GemminiInstance:
+    if not isinstance(inst, GemminiInstance):
+        raise ZombossError(f"not a Gemmini instance: {type(inst).__name__} (use TARGET.instance)")
+    return inst
 
 
-def _report(sim: Any) -> dict[str, Any]:
+def _kernel(m: KnobMapping) -> str:
+    if m.sym("loop") == "hw":
+        return "loop_ws" if m.op == "matmul" else "loop_conv_ws"
+    return "unrolled stream"
+
+
+def _report(sim: SimResult) -> dict[str, Any]:
     return {
         "counts": dict(sorted(sim.counts.items())),
         "dram_read_bytes": sim.dram_read_bytes,
         "dram_write_bytes": sim.dram_write_bytes,
         "preset": sim.stats.get("preset", DEFAULT_PRESET),
     }
-
-
-def _signatures(params: Params) -> dict[str, tuple[str, ...]]:
-    """Operand names per mnemonic from the KB when the doc builds, else the contract."""
-    try:
-        from zomboss.knowledge import load_kb
-
-        kb = load_kb(TARGET.doc, dict(params))
-    except (ImportError, ZombossError, OSError):
-        return dict(OPERANDS)
-    return {name: tuple(op.name for op in ins.operands) for name, ins in kb.instrs.items()}
 
 
 def _read_sidecar(path: Path) -> dict[str, Any]:

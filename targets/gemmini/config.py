@@ -1,102 +1,131 @@
-"""The Gemmini configuration a simulation runs against, built from the ISA doc's parameters.
+"""The Gemmini configuration a simulation runs against, read from the ISA doc's KB.
 
-The doc (`gemmini.md`) is the source of these numbers; `GemminiConfig.from_params` reads the
-evaluated `param`s (e.g. `KB.params`, possibly with `--param` overrides) so a different
-array size or scratchpad is a doc override, not a code change. `DEFAULT_PARAMS` repeats the
-doc's defaults so the simulator can run before (or without) the KB; a test keeps the two equal.
+`gemmini.md` is the only statement of these numbers: `GemminiConfig.from_kb` takes the KB's
+evaluated parameters (with any `--param` overrides and everything derived from them) and the
+`local_addr` layout, so a different array size or scratchpad is a doc override, not a code
+change. Nothing here repeats a doc default, and nothing loads a KB at import time:
+`GemminiConfig.default()` builds (or reads from the cache) the doc's KB on first use.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
+from zomboss import expr as ex
 from zomboss.errors import ZombossError
+from zomboss.knowledge import KB, load_kb
+
+DOC = Path(__file__).with_name("gemmini.md")
 
 
 class ConfigError(ZombossError):
-    """A parameter set that does not describe a buildable Gemmini."""
+    """A KB that does not describe a Gemmini (a parameter or the local-address layout is missing)."""
 
 
-# Defaults of `ucb-bar/gemmini` GemminiConfigs.defaultConfig (reference §1.1-1.2); the doc's
-# `param` block carries the same values (checked by tests/targets/gemmini/test_config.py).
-DEFAULT_PARAMS: dict[str, int] = {
-    "dim": 16,
-    "sp_capacity_kib": 256,
-    "sp_banks": 4,
-    "acc_capacity_kib": 64,
-    "acc_banks": 2,
-    "max_bytes": 64,
-    "rs_ld": 8,
-    "rs_ex": 16,
-    "rs_st": 4,
-}
+# the doc parameters a configuration reads (the fields of the same names)
+_PARAMS = (
+    "dim",
+    "sp_rows",
+    "sp_banks",
+    "sp_bank_rows",
+    "acc_rows",
+    "acc_banks",
+    "acc_bank_rows",
+    "max_bytes",
+    "max_block_len",
+    "max_block_len_acc",
+    "half_sp_rows",
+    "half_acc_rows",
+    "rs_ld",
+    "rs_ex",
+    "rs_st",
+)
 
 
 @dataclass(frozen=True)
 class GemminiConfig:
-    """Sizes of one Gemmini instance (rows are DIM elements wide)."""
+    """Sizes of one Gemmini instance (rows are DIM elements wide), as the doc derives them."""
 
-    dim: int = 16
-    sp_rows: int = 16384
-    sp_banks: int = 4
-    acc_rows: int = 1024
-    acc_banks: int = 2
-    max_bytes: int = 64
-    rs_ld: int = 8
-    rs_ex: int = 16
-    rs_st: int = 4
+    dim: int
+    sp_rows: int
+    sp_banks: int
+    sp_bank_rows: int  # BANK_ROWS
+    acc_rows: int
+    acc_banks: int
+    acc_bank_rows: int
+    max_bytes: int
+    max_block_len: int  # MAX_BLOCK_LEN: DIM-wide int8 blocks per DMA request
+    max_block_len_acc: int  # MAX_BLOCK_LEN_ACC: int32 blocks per request
+    half_sp_rows: int
+    half_acc_rows: int
+    rs_ld: int
+    rs_ex: int
+    rs_st: int
+    row_bits: int  # width of the local address's row field (layout local_addr, `row`)
+    garbage_bit: int  # position of its garbage bit
+    # the doc parameters this configuration overrides: what rebuilds its KB (`kb()`)
+    overrides: tuple[tuple[str, int], ...] = ()
 
     @classmethod
-    def from_params(cls, params: Mapping[str, int]) -> GemminiConfig:
-        """Build from doc parameters (lower-case names); missing names take the doc defaults."""
-        p = {**DEFAULT_PARAMS, **{k.lower(): int(v) for k, v in params.items()}}
-        dim = p["dim"]
-        if dim < 2 or dim & (dim - 1):
-            raise ConfigError(f"dim={dim}: the systolic array edge must be a power of two >= 2")
-        sp_rows = p.get("sp_rows", p["sp_capacity_kib"] * 1024 // dim)
-        acc_rows = p.get("acc_rows", p["acc_capacity_kib"] * 1024 // (dim * 4))
-        cfg = cls(
-            dim=dim,
-            sp_rows=sp_rows,
-            sp_banks=p["sp_banks"],
-            acc_rows=acc_rows,
-            acc_banks=p["acc_banks"],
-            max_bytes=p["max_bytes"],
-            rs_ld=p["rs_ld"],
-            rs_ex=p["rs_ex"],
-            rs_st=p["rs_st"],
+    def from_kb(cls, kb: KB) -> GemminiConfig:
+        p = kb.params
+        names = _PARAMS
+        missing = [n for n in names if n not in p]
+        if missing:
+            raise ConfigError(f"{kb.doc.path}: the doc defines no parameter {missing[0]!r} a Gemmini needs")
+        layout = kb.layouts.get("local_addr")
+        if layout is None or "row" not in layout.bits or "garbage_bit" not in layout.bits:
+            raise ConfigError(f"{kb.doc.path}: the doc needs a `layout local_addr` with `row` and `garbage_bit`")
+        row_hi, row_lo = layout.bits["row"]
+        if row_lo != 0:
+            raise ConfigError(f"{kb.doc.path}: the row field of local_addr must start at bit 0")
+        return cls(
+            **{n: int(p[n]) for n in names},
+            row_bits=row_hi + 1,
+            garbage_bit=layout.bits["garbage_bit"][1],
+            overrides=overrides_of(kb),
         )
-        for name in ("sp_rows", "acc_rows", "sp_banks", "acc_banks"):
-            if getattr(cfg, name) < 1:
-                raise ConfigError(f"{name}={getattr(cfg, name)} must be >= 1")
-        if cfg.sp_rows % (2 * cfg.sp_banks) or cfg.acc_rows % (2 * cfg.acc_banks):
-            raise ConfigError("scratchpad and accumulator rows must split evenly into banks and halves")
-        if cfg.sp_rows > 1 << 14:
-            raise ConfigError(f"sp_rows={cfg.sp_rows}: the local address has a 14-bit row field")
-        return cfg
 
-    # --- derived quantities (gemmini_params.h names in the comments) --------------------
-    @property
-    def sp_bank_rows(self) -> int:  # BANK_ROWS
-        return self.sp_rows // self.sp_banks
+    @classmethod
+    def default(cls) -> GemminiConfig:
+        """The doc's own configuration (no overrides)."""
+        return _default()
+
+    def kb(self) -> KB:
+        """The KB this configuration was read from (rebuilt from its overrides, cached)."""
+        return machine_kb(self.overrides)
 
     @property
-    def acc_bank_rows(self) -> int:
-        return self.acc_rows // self.acc_banks
+    def row_mask(self) -> int:
+        return (1 << self.row_bits) - 1
 
-    @property
-    def max_block_len(self) -> int:  # MAX_BLOCK_LEN: DIM-wide int8 blocks per DMA request
-        return max(1, self.max_bytes // self.dim)
 
-    @property
-    def max_block_len_acc(self) -> int:  # MAX_BLOCK_LEN_ACC: int32 blocks per request
-        return max(1, self.max_bytes // (self.dim * 4))
+def overrides_of(kb: KB) -> tuple[tuple[str, int], ...]:
+    """The smallest set of parameter overrides that reproduces `kb.params`: every parameter
+    whose value is not what its doc expression gives for the others (a literal default
+    changed, or a derived parameter set by hand)."""
+    out = []
+    for prm in kb.doc.params:
+        v = kb.params[prm.name]
+        if ex.evaluate(prm.expr, kb.params) != v:
+            out.append((prm.name, int(v)))
+    return tuple(sorted(out))
 
-    @property
-    def half_sp_rows(self) -> int:
-        return self.sp_rows // 2
 
-    @property
-    def half_acc_rows(self) -> int:
-        return self.acc_rows // 2
+@functools.cache
+def machine_kb(overrides: tuple[tuple[str, int], ...] = ()) -> KB:
+    """The doc's KB for these overrides (unknown or illegal ones refused with the doc's message)."""
+    return load_kb(DOC, dict(overrides))
+
+
+@functools.cache
+def _default() -> GemminiConfig:
+    return GemminiConfig.from_kb(machine_kb(()))
+
+
+def config_for(params: Mapping[str, int]) -> GemminiConfig:
+    """The configuration of the doc with these `--param` overrides."""
+    return GemminiConfig.from_kb(machine_kb(tuple(sorted((k.lower(), int(v)) for k, v in params.items()))))

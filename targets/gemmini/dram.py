@@ -15,6 +15,16 @@ from zomboss.errors import ZombossError
 BASE = 0x1000  # first allocatable byte; [0, BASE) stays zero and unallocated
 
 
+def place(sizes: list[int], align: int = 64) -> list[int]:
+    """The addresses a fresh `Dram` gives to successive `alloc`s of these sizes (no memory)."""
+    out, top = [], BASE
+    for n in sizes:
+        addr = (top + align - 1) & ~(align - 1)
+        out.append(addr)
+        top = addr + n
+    return out
+
+
 class DramError(ZombossError):
     """An access outside the modelled DRAM."""
 
@@ -29,6 +39,12 @@ class Dram:
 
     def __len__(self) -> int:
         return len(self.mem)
+
+    def copy(self) -> Dram:
+        """An independent memory with the same contents and allocation state."""
+        out = Dram.__new__(Dram)
+        out.limit, out.mem, out._top = self.limit, self.mem.copy(), self._top
+        return out
 
     @property
     def top(self) -> int:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from zomboss.targets.gemmini.isa import LOOP_CONV_CONFIGS, LOOP_WS_CONFIGS, OPERANDS
+from zomboss.targets.gemmini.isa import LOOP_CONV_CONFIGS, LOOP_WS_CONFIGS, operands
 from zomboss.targets.gemmini.suite import conv_out_dims
 
 from zomboss.errors import ZombossError
@@ -228,7 +228,7 @@ def _loop_group(
         if [x.op for x in instrs[i : i + len(seq)]] == seq:
             regs: dict[str, int] = {}
             for ins in instrs[i : i + len(seq)]:
-                regs.update(zip(OPERANDS[ins.op], ins.args, strict=True))
+                regs.update(zip(operands()[ins.op], ins.args, strict=True))
             return call, regs
     return None, {}
 
@@ -374,8 +374,8 @@ _PACK: dict[str, tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]]
 def _raw_rocc(ins: Instr, dram_expr: Callable[[int], str]) -> str:
     if ins.op not in _PACK:
         raise ExportError(f"line {ins.line}: no C form for {ins.op!r}")
-    vals = dict(zip(OPERANDS[ins.op], ins.args, strict=True))
-    dram = {OPERANDS[ins.op][p] for p in _DRAM_OPERANDS.get(ins.op, ())}
+    vals = dict(zip(operands()[ins.op], ins.args, strict=True))
+    dram = {operands()[ins.op][p] for p in _DRAM_OPERANDS.get(ins.op, ())}
 
     def word(fields: tuple[tuple[str, int], ...]) -> str:
         if len(fields) == 1 and fields[0][0] in dram:
@@ -408,7 +408,7 @@ def _table_kernel(instrs: Sequence[Instr], arena: _Arena) -> list[str]:
     body.append("  while (p < end) {")
     body.append("    switch (*p++) {")
     for code, op in enumerate(_TABLE_OPS):
-        n = len(OPERANDS[op])
+        n = len(operands()[op])
         dram = _DRAM_OPERANDS.get(op, ())
         args = [f"ZB_DRAM(p[{i}])" if i in dram else f"(uint64_t)p[{i}]" for i in range(n)]
         if op in _SIMPLE:
@@ -424,7 +424,7 @@ def _table_kernel(instrs: Sequence[Instr], arena: _Arena) -> list[str]:
 
 
 def _raw_rocc_runtime(op: str, args: list[str]) -> str:
-    vals = dict(zip(OPERANDS[op], args, strict=True))
+    vals = dict(zip(operands()[op], args, strict=True))
 
     def word(fields: tuple[tuple[str, int], ...]) -> str:
         return " | ".join(f"({vals[n]} << {s})" if s else vals[n] for n, s in fields)

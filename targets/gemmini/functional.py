@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from zomboss.targets.gemmini.config import GemminiConfig
 from zomboss.targets.gemmini.dram import Dram
-from zomboss.targets.gemmini.isa import ACCUMULATE, GARBAGE, IS_ACC, MVINS, READ_FULL, ROW_MASK
+from zomboss.targets.gemmini.isa import ACCUMULATE, GARBAGE, IS_ACC, MVINS, READ_FULL
 from zomboss.targets.gemmini.numerics import (
     ONE_F32_BITS,
     acc_readout,
@@ -95,6 +95,7 @@ class Machine:
 
     def __init__(self, cfg: GemminiConfig, dram: Dram) -> None:
         self.cfg = cfg
+        self.row_mask = cfg.row_mask
         self.dram = dram
         self.spad = np.zeros((cfg.sp_rows, cfg.dim), dtype=np.int8)
         self.acc = np.zeros((cfg.acc_rows, cfg.dim), dtype=np.int32)
@@ -185,7 +186,7 @@ class Machine:
         dim = self.cfg.dim
         s = self.ld[sid]
         to_acc = bool(local & IS_ACC)
-        row0 = local & ROW_MASK
+        row0 = local & self.row_mask
         narrow = (not to_acc) or s.shrunk
         esz = 1 if narrow else 4
         if dram_addr == 0:
@@ -226,7 +227,7 @@ class Machine:
     def mvout(self, dram_addr: int, local: int, cols: int, rows: int) -> None:
         dim, st = self.cfg.dim, self.st
         from_acc = bool(local & IS_ACC)
-        row0 = local & ROW_MASK
+        row0 = local & self.row_mask
         mem = self.acc if from_acc else self.spad
         if st.pool_stride:
             self._pooled_mvout(dram_addr, mem, from_acc, row0, cols)
@@ -276,7 +277,7 @@ class Machine:
         dim = self.cfg.dim
         if addr == GARBAGE:
             return self._zeros
-        row0 = addr & ROW_MASK
+        row0 = addr & self.row_mask
         if rows == dim and cols == dim and stride == 1 and not transpose:
             if row0 + dim > len(self.spad):
                 self._rows(self.spad, row0, dim, what)
@@ -311,7 +312,7 @@ class Machine:
             value = self.pe
         if p_c == GARBAGE:
             return
-        row0 = p_c & ROW_MASK
+        row0 = p_c & self.row_mask
         out = value[:c_rows, :c_cols].astype(np.int64).astype(np.int32)  # int32 wrap-around
         stride = e.c_stride
         span = (c_rows - 1) * stride + 1

@@ -1,35 +1,38 @@
-"""Evaluate a kernel for a workload: place data, lower the mapping, simulate, verify.
+"""Evaluate a mapping on an instance: lower it, simulate it in one of the three modes, verify.
 
-The data, its DRAM placement and the NumPy reference come from `default.build_default`, so
-the compiler default and every searched mapping run on the same inputs at the same
-addresses and are checked against the same reference. Timing-only evaluation (what a search
-uses to rank candidates) skips the data movement; verification always runs the functional
-model on the full data.
+TIMING runs the timing model alone (no data moves, no rule checks: what a search ranks by);
+CHECKED adds the doc's rule checker on every executed instruction (hardware loops expanded);
+VERIFIED runs the functional model too, on a copy of the instance's input image, and compares
+the output with the instance's NumPy reference. `bound_cycles` is the roofline lower bound the
+results report against.
 """
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
-from functools import lru_cache
 
 from zomboss.targets.gemmini.config import GemminiConfig
-from zomboss.targets.gemmini.default import DefaultKernel, build_default
-from zomboss.targets.gemmini.lowering import ConvBuffers, MatmulBuffers, lower
-from zomboss.targets.gemmini.mapping import GemminiMapping
-from zomboss.targets.gemmini.numerics import f32_bits
-from zomboss.targets.gemmini.presets import DEFAULT_PRESET, Preset
+from zomboss.targets.gemmini.instance import GemminiInstance
+from zomboss.targets.gemmini.lowering import lower
+from zomboss.targets.gemmini.presets import DEFAULT_PRESET, Preset, get_preset
 from zomboss.targets.gemmini.simulator import SimResult, simulate
 
+from zomboss.errors import WorkloadError
+from zomboss.mapping import Mapping
 from zomboss.program import Program
+from zomboss.target import Mode
 from zomboss.workload import Workload
 
 
 @dataclass(frozen=True)
-class Evaluation:
+class Run:
+    """One lowered and simulated mapping."""
+
     program: Program
     sim: SimResult
-    verified: bool | None  # None: timing-only, nothing was computed
+    verified: bool | None  # None unless the mode is VERIFIED
     wall_s: float
 
     @property
@@ -37,55 +40,39 @@ class Evaluation:
         return self.sim.cycles
 
 
-def placed(wl: Workload, cfg: GemminiConfig, seed: int = 0) -> DefaultKernel:
-    """`build_default`, cached: a search evaluates many mappings of one workload, and building
-    the inputs and the NumPy reference of a large instance takes seconds."""
-    return _placed(wl.id, wl.op, tuple(wl.shape.items()), cfg, seed)
-
-
-@lru_cache(maxsize=4)
-def _placed(wid: str, op: str, shape: tuple[tuple[str, int], ...], cfg: GemminiConfig, seed: int) -> DefaultKernel:
-    return build_default(Workload(wid, op, dict(shape)), cfg, seed)
-
-
-def buffers(wl: Workload, kernel: DefaultKernel) -> MatmulBuffers | ConvBuffers:
-    """The lowering's view of where `build_default` put the operands."""
-    a = kernel.meta["addrs"]
-    scale_bits = f32_bits(kernel.meta["scale"])
-    if wl.op == "matmul":
-        return MatmulBuffers(a["A"], a["B"], a["C"], a["D"], scale_bits)
-    return ConvBuffers(a["input"], a["weights"], a["output"], a["bias"], scale_bits)
-
-
-def program_for(wl: Workload, mapping: GemminiMapping | None, cfg: GemminiConfig, kernel: DefaultKernel) -> Program:
-    """The library's own program (mapping None) or the lowering of `mapping` on kernel's data."""
-    if mapping is None:
-        return kernel.program
-    return lower(mapping, wl, buffers(wl, kernel), cfg)
-
-
-def evaluate(
-    wl: Workload,
-    mapping: GemminiMapping | None,
-    cfg: GemminiConfig,
-    *,
-    preset: str | Preset = DEFAULT_PRESET,
-    functional: bool = True,
-    check: bool = True,
-    seed: int = 0,
-) -> Evaluation:
-    """Simulate `mapping` (None: the compiler default) on `wl`; verify when `functional`."""
+def run(inst: GemminiInstance, mapping: Mapping, mode: Mode, preset: str | Preset = DEFAULT_PRESET) -> Run:
+    """Lower `mapping` for the instance (IllegalMapping if it breaks a constraint) and simulate it."""
     t0 = time.perf_counter()
-    kernel = build_default(wl, cfg, seed)
-    program = program_for(wl, mapping, cfg, kernel)
+    program = lower(mapping, inst.workload, inst.buffers, inst.cfg)
+    functional = mode is Mode.VERIFIED
+    dram = inst.dram() if functional else None
     sim = simulate(
-        program,
-        cfg,
-        kernel.dram if functional else None,
-        functional=functional,
-        timing=True,
-        preset=preset,
-        check=check,
+        program, inst.cfg, dram, functional=functional, timing=True, preset=preset, check=mode is not Mode.TIMING
     )
-    verified = kernel.verify(sim.dram) if functional and sim.dram is not None else None
-    return Evaluation(program, sim, verified, time.perf_counter() - t0)
+    verified = inst.verify(sim.dram) if functional and sim.dram is not None else None
+    return Run(program, sim, verified, time.perf_counter() - t0)
+
+
+def bound_cycles(wl: Workload, cfg: GemminiConfig, preset: str | Preset) -> int:
+    """max(array-bound cycles after padding to DIM, minimum DRAM traffic / modelled bandwidth)."""
+    p = get_preset(preset)
+    dim = cfg.dim
+    if wl.op == "matmul":
+        m, n, k = wl["M"], wl["N"], wl["K"]
+        bias = bool(wl.shape.get("bias", 0))
+        rows, cols, depth = m, n, k
+        rd = m * k + k * n + (4 * n if bias else 0)
+        wr = m * n
+    elif wl.op == "conv":
+        nb, h, w, c, kk = wl["N"], wl["H"], wl["W"], wl["C"], wl["K"]
+        r, s = wl["R"], wl["S"]
+        stride, pad = wl.shape.get("stride", 1), wl.shape.get("pad", 0)
+        oh, ow = (h + 2 * pad - r) // stride + 1, (w + 2 * pad - s) // stride + 1
+        rows, cols, depth = nb * oh * ow, kk, r * s * c
+        rd = nb * h * w * c + r * s * c * kk + (4 * kk if wl.shape.get("bias", 1) else 0)
+        wr = nb * oh * ow * kk
+    else:
+        raise WorkloadError(f"{wl.id}: no roofline for op {wl.op!r}")
+    compute = -(-rows // dim) * -(-cols // dim) * -(-depth // dim) * dim
+    memory = max(rd / p.rd_bytes_per_cycle, wr / p.wr_bytes_per_cycle)
+    return int(math.ceil(max(compute, memory)))

@@ -21,12 +21,13 @@ of every loop, carry no DRAM address at all and are shared between loops.
 
 from __future__ import annotations
 
+import functools
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from zomboss.targets.gemmini.config import GemminiConfig
-from zomboss.targets.gemmini.isa import GARBAGE, IS_ACC, OPERANDS, acc_addr
+from zomboss.targets.gemmini.isa import GARBAGE, IS_ACC, acc_addr, operands
 from zomboss.targets.gemmini.numerics import ONE_F32_BITS
 
 from zomboss.errors import ZombossError
@@ -101,7 +102,7 @@ class LoopFsm:
     acc_half: int = 0  # 0 or 1: which accumulator half the next loop uses
 
     def configure(self, ins: Instr) -> None:
-        self.regs.update(zip(OPERANDS[ins.op], ins.args, strict=True))
+        self.regs.update(zip(operands()[ins.op], ins.args, strict=True))
 
     def reg(self, name: str) -> int:
         return self.regs.get(name, 0)
@@ -336,8 +337,10 @@ _UNSUPPORTED_CONV = (
 )
 
 
-# the loop_conv_ws shape registers: every field of config words 1..4, in doc order
-_CONV_SHAPE = tuple(name for i in range(1, 5) for name in OPERANDS[f"loop_conv_ws_config{i}"])
+@functools.cache
+def _conv_shape() -> tuple[str, ...]:
+    """The loop_conv_ws shape registers: every field of config words 1..4, in doc order."""
+    return tuple(name for i in range(1, 5) for name in operands()[f"loop_conv_ws_config{i}"])
 
 
 def expand_loop_conv_ws(cfg: GemminiConfig, fsm: LoopFsm, run: Instr, st_scale_bits: int = ONE_F32_BITS) -> Expansion:
@@ -345,7 +348,7 @@ def expand_loop_conv_ws(cfg: GemminiConfig, fsm: LoopFsm, run: Instr, st_scale_b
 
     `st_scale_bits` is the store scale in force (a pooled store re-issues config_st with it).
     """
-    flags = dict(zip(OPERANDS["loop_conv_ws"], run.args, strict=True))
+    flags = dict(zip(operands()["loop_conv_ws"], run.args, strict=True))
     for name in _UNSUPPORTED_CONV:
         if flags[name]:
             raise UnsupportedLoop(
@@ -359,10 +362,10 @@ def expand_loop_conv_ws(cfg: GemminiConfig, fsm: LoopFsm, run: Instr, st_scale_b
     bases = (fsm.reg("input"), fsm.reg("weights"), fsm.reg("bias"), fsm.reg("output"))
     if bases[3]:
         fsm.acc_half ^= 1
-    shape = tuple(fsm.reg(n) for n in _CONV_SHAPE)
+    shape = tuple(fsm.reg(n) for n in _conv_shape())
     present = tuple(x != 0 for x in bases)
     key = ("conv", cfg, shape, present, tuple(run.args), a_start, b_end, acc_base, st_scale_bits)
-    regs = dict(zip(_CONV_SHAPE, shape, strict=True))
+    regs = dict(zip(_conv_shape(), shape, strict=True))
     return Expansion(
         _CONV_TEMPLATES.get(
             key, lambda: _loop_conv(cfg, regs, present, flags, a_start, b_end, acc_base, st_scale_bits)

@@ -1,5 +1,10 @@
 """Lowering: a legal Gemmini mapping and a DRAM placement -> a Program (contract text form).
 
+`lower` checks the mapping against the doc's constraints first (`Space.check`: an illegal
+mapping is refused with the rule, its doc line and the values) and reads it through the typed
+view of `mapping.view`; a legal mapping always lowers to a program the simulator accepts
+(tests/targets/gemmini/test_lowering.py).
+
 Two lowerings per op family:
 
 * `loop = hw`: the library's shape (reference §6): hoisted configs, then one
@@ -21,17 +26,18 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Protocol
 
 from zomboss.targets.gemmini.config import GemminiConfig
+from zomboss.targets.gemmini.instance import Buffers, ConvBuffers, MatmulBuffers
 from zomboss.targets.gemmini.isa import ACCUMULATE, GARBAGE, IS_ACC
-from zomboss.targets.gemmini.mapping import ConvMapping, GemminiMapping, MatmulMapping
-from zomboss.targets.gemmini.mapping_legality import cdiv, check_mapping, conv_downsamples, live_acc_tiles
+from zomboss.targets.gemmini.mapping import ConvView, MatmulView, view
+from zomboss.targets.gemmini.mapping_legality import cdiv, conv_downsamples, live_acc_tiles
 from zomboss.targets.gemmini.numerics import ONE_F32_BITS
 from zomboss.targets.gemmini.suite import conv_out_dims
 
 from zomboss.errors import ZombossError
+from zomboss.mapping import Mapping, space
 from zomboss.program import Instr, Program
 from zomboss.workload import Workload
 
@@ -43,38 +49,13 @@ class LoweringError(ZombossError):
     """A lowering request whose parts do not fit together (e.g. conv buffers for a matmul)."""
 
 
-@dataclass(frozen=True)
-class MatmulBuffers:
-    """DRAM byte addresses of a matmul's operands: A (M×K int8), B (K×N int8), C (M×N int8),
-    bias (N int32, repeated over rows; 0 = none), and the output scale (fp32 bits)."""
-
-    a: int
-    b: int
-    c: int
-    bias: int = 0
-    scale_bits: int = ONE_F32
-
-
-@dataclass(frozen=True)
-class ConvBuffers:
-    """DRAM byte addresses of a conv's operands: input N×H×W×C int8, weights R×S×C×K int8,
-    output N×OH×OW×K int8, bias K int32 (0 = none), and the output scale (fp32 bits)."""
-
-    input: int
-    weights: int
-    output: int
-    bias: int = 0
-    scale_bits: int = ONE_F32
-
-
-def lower(
-    m: GemminiMapping, wl: Workload, bufs: MatmulBuffers | ConvBuffers, cfg: GemminiConfig | None = None
-) -> Program:
-    """Lower a mapping for `wl`; raises IllegalMapping when the mapping breaks a rule."""
-    cfg = cfg or GemminiConfig()
-    check_mapping(m, wl, cfg)
+def lower(mapping: Mapping, wl: Workload, bufs: Buffers, cfg: GemminiConfig) -> Program:
+    """Lower a mapping for `wl` on `cfg`; raises IllegalMapping when it breaks a doc constraint."""
+    kb = cfg.kb()
+    space(kb, wl.op).check(kb, mapping, wl.shape)
+    m = view(mapping)
     out = _Out()
-    if isinstance(m, MatmulMapping):
+    if isinstance(m, MatmulView):
         if not isinstance(bufs, MatmulBuffers):
             raise LoweringError(f"a matmul mapping needs MatmulBuffers, got {type(bufs).__name__}")
         if m.loop == "hw":
@@ -89,7 +70,7 @@ def lower(
             _conv_hw(out, m, wl, bufs, cfg)
         else:
             _Stream(out, m, _ConvOp(m, wl, bufs, cfg), cfg, wl["relu"], bufs.scale_bits, WS).run()
-    meta = {"workload": wl.id, "mapping": m.to_json(), "buffers": bufs.__dict__.copy()}
+    meta = {"workload": wl.id, "mapping": mapping.to_json(), "buffers": bufs.__dict__.copy()}
     return Program("gemmini", tuple(out.instrs), meta)
 
 
@@ -122,7 +103,7 @@ def _config_st(out: _Out, stride: int, relu: int, scale_bits: int) -> None:
 # ---------------------------------------------------------------------------- hardware loops
 
 
-def _matmul_hw(out: _Out, m: MatmulMapping, wl: Workload, bufs: MatmulBuffers, cfg: GemminiConfig) -> None:
+def _matmul_hw(out: _Out, m: MatmulView, wl: Workload, bufs: MatmulBuffers, cfg: GemminiConfig) -> None:
     """loop_ws per block, as tiled_matmul_outer issues it, for any legal order and reuse."""
     d = cfg.dim
     M, N, K = wl["M"], wl["N"], wl["K"]
@@ -172,7 +153,7 @@ def _pin(pins: dict[tuple[int, ...], int], key: tuple[int, ...]) -> tuple[int, b
     return pins[key], True
 
 
-def _conv_hw(out: _Out, m: ConvMapping, wl: Workload, bufs: ConvBuffers, cfg: GemminiConfig) -> None:
+def _conv_hw(out: _Out, m: ConvView, wl: Workload, bufs: ConvBuffers, cfg: GemminiConfig) -> None:
     """loop_conv_ws per tile in tiled_conv's b, orow, ocol, och, krow, kcol, kch order, with
     its window/padding arithmetic (reference §6.2) and its operand pinning."""
     d = cfg.dim
@@ -302,7 +283,7 @@ class _Stream:
     def __init__(
         self,
         out: _Out,
-        m: MatmulMapping | ConvMapping,
+        m: MatmulView | ConvView,
         op: _StreamOp,
         cfg: GemminiConfig,
         relu: int,
@@ -487,7 +468,7 @@ class _Stream:
 class _MatmulOp:
     """Matmul: A tile (i,k) at row (ii*tile_k + kk)*DIM of its block; B tile (k,j) at (kk*tile_j + jj)*DIM."""
 
-    def __init__(self, m: MatmulMapping, wl: Workload, bufs: MatmulBuffers, cfg: GemminiConfig) -> None:
+    def __init__(self, m: MatmulView, wl: Workload, bufs: MatmulBuffers, cfg: GemminiConfig) -> None:
         d = self.d = cfg.dim
         self.M, self.N, self.K = wl["M"], wl["N"], wl["K"]
         self.bufs, self.m = bufs, m
@@ -560,7 +541,7 @@ class _ConvOp:
     An i tile is <= DIM consecutive output pixels of one row; a k tile is (krow, kcol, chunk).
     """
 
-    def __init__(self, m: ConvMapping, wl: Workload, bufs: ConvBuffers, cfg: GemminiConfig) -> None:
+    def __init__(self, m: ConvView, wl: Workload, bufs: ConvBuffers, cfg: GemminiConfig) -> None:
         d = self.d = cfg.dim
         self.m, self.bufs = m, bufs
         self.Nb, self.H, self.W, self.C, self.K = (wl[x] for x in ("N", "H", "W", "C", "K"))

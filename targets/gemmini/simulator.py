@@ -13,14 +13,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-from zomboss.targets.gemmini.config import GemminiConfig
+from zomboss.targets.gemmini.config import DOC, GemminiConfig
 from zomboss.targets.gemmini.dram import Dram
 from zomboss.targets.gemmini.functional import Machine
-from zomboss.targets.gemmini.isa import LOOP_CONV_CONFIGS, LOOP_WS_CONFIGS, OPERANDS, check_shape
+from zomboss.targets.gemmini.isa import LOOP_CONV_CONFIGS, LOOP_WS_CONFIGS, check_shape, operands
 from zomboss.targets.gemmini.loops import Expansion, LoopFsm, UnsupportedLoop, expand_loop_conv_ws, expand_loop_ws
 from zomboss.targets.gemmini.numerics import ONE_F32_BITS
 from zomboss.targets.gemmini.presets import DEFAULT_PRESET, Preset, get_preset
@@ -32,7 +30,6 @@ from zomboss.program import Instr, Program
 
 __all__ = ["DOC", "Dram", "GemminiConfig", "SimResult", "dynamic_stream", "kb_checker", "simulate"]
 
-DOC = Path(__file__).with_name("gemmini.md")
 WS_FSM, CONV_FSM = 0, 1
 
 
@@ -44,34 +41,12 @@ class SimResult:
     dram_read_bytes: int
     dram_write_bytes: int
     stats: dict[str, Any] = field(default_factory=dict)
+    breakdown: dict[str, int] = field(default_factory=dict)  # timing.BREAKDOWN -> cycles (timed runs)
 
 
-def _overrides(cfg: GemminiConfig) -> tuple[tuple[str, int], ...]:
-    """The doc parameters that make the KB describe `cfg` (only those that differ)."""
-    d = GemminiConfig()
-    out = {}
-    if cfg.dim != d.dim:
-        out["dim"] = cfg.dim
-    if cfg.sp_rows != d.sp_rows:
-        out["sp_capacity_kib"] = cfg.sp_rows * cfg.dim // 1024
-    if cfg.acc_rows != d.acc_rows:
-        out["acc_capacity_kib"] = cfg.acc_rows * cfg.dim * 4 // 1024
-    for name in ("sp_banks", "acc_banks", "max_bytes"):
-        if getattr(cfg, name) != getattr(d, name):
-            out[name] = getattr(cfg, name)
-    return tuple(sorted(out.items()))
-
-
-@lru_cache(maxsize=8)
-def _kb(overrides: tuple[tuple[str, int], ...]):  # -> zomboss.knowledge.KB
-    from zomboss.knowledge import load_kb
-
-    return load_kb(DOC, dict(overrides))
-
-
-def kb_checker(cfg: GemminiConfig):  # -> zomboss.legality.Checker
-    """A fresh checker of the doc's rules for this configuration."""
-    return Checker(_kb(_overrides(cfg)))
+def kb_checker(cfg: GemminiConfig) -> Checker:
+    """A fresh checker of the doc's rules for this configuration (its KB)."""
+    return Checker(cfg.kb())
 
 
 class _Run:
@@ -179,6 +154,7 @@ def simulate(
         dram_read_bytes=rd,
         dram_write_bytes=wr,
         stats=stats,
+        breakdown=run.tm.breakdown() if run.tm is not None else {},
     )
 
 
@@ -194,7 +170,8 @@ def dynamic_stream(program: Program, cfg: GemminiConfig) -> Iterator[tuple[Instr
     for ins in program.instrs:
         yield ins, {}
         op = ins.op
-        if op not in OPERANDS or len(ins.args) != len(OPERANDS[op]):
+        sig = operands().get(op)
+        if sig is None or len(ins.args) != len(sig):
             continue  # the checker reports it
         if op in LOOP_WS_CONFIGS:
             fsm[WS_FSM].configure(ins)

@@ -3,7 +3,7 @@
 Matmul instances are written I×J×K as in the Exo/Autocomp sources: A is I×K, B is K×J,
 so `matmul:M=I,N=J,K=K`. Conv instances use NHWC inputs and HWIO weights; the Exo
 convolutions come pre-padded (pad 0 on a 58×58 input gives a 56×56 output) and, like the
-Exo/Autocomp conv kernels and `default.py`, add an int32 bias unless the spec says `bias=0`.
+Exo/Autocomp conv kernels and the instances (`instance.py`), add an int32 bias unless the spec says `bias=0`.
 """
 
 from __future__ import annotations

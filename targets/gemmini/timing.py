@@ -16,6 +16,22 @@ Per-row dependency tables hold, for every scratchpad/accumulator row, the comple
 the latest load writing it, execute reading or writing it and store reading it; a slice max
 over an instruction's row range is the RS's range-overlap check. The hot path is plain
 integer/float arithmetic on Python lists: no numpy, no per-element loops.
+
+Cycle breakdown (`Timing.breakdown`): every cycle of the makespan `[0, cycles)` is attributed
+to one of four parts, by priority:
+
+* compute: the array is busy: feeding a preload's weights or a compute's rows, or draining a
+  result into its destination (`array_latency`);
+* memory: the array is idle and the load or the store engine works: an mvin from the moment
+  its dependences are met until its data is written (DRAM latency and bandwidth included,
+  zero fills too), an mvout until its last write is acknowledged;
+* overhead: none of those, but fixed costs run: the per-kernel invocation overhead, config
+  instructions (config_ex's array reconfiguration, config_ld/st) and fences;
+* stall: everything else: the CPU issuing, the reservation station full, config_ex waiting
+  for the array to drain, engines waiting on each other.
+
+The four parts are integers summing to `cycles()`. The accounting only records intervals the
+scoreboard already computes; it never changes a time.
 """
 
 from __future__ import annotations
@@ -24,9 +40,11 @@ import heapq
 from functools import lru_cache
 
 from zomboss.targets.gemmini.config import GemminiConfig
-from zomboss.targets.gemmini.isa import EX, GARBAGE, IS_ACC, LD, QUEUE, READ_FULL, ROW_MASK, ST
+from zomboss.targets.gemmini.isa import EX, GARBAGE, IS_ACC, LD, READ_FULL, ST, queues
 from zomboss.targets.gemmini.loops import CPU, GEN_EX
 from zomboss.targets.gemmini.presets import Preset
+
+BREAKDOWN = ("compute", "memory", "stall", "overhead")
 
 
 @lru_cache(maxsize=4096)
@@ -50,12 +68,67 @@ def split_packets(offset: int, nbytes: int, max_packet: int) -> tuple[tuple[int,
 _COMPUTES = frozenset(("compute_preloaded", "compute_accumulated"))
 
 
+class _Busy:
+    """The union of an engine's busy intervals, merged as they arrive (almost always in start
+    order; out-of-order intervals are sorted in once, at the end)."""
+
+    __slots__ = ("ivs", "ordered")
+
+    def __init__(self) -> None:
+        self.ivs: list[list[float]] = []
+        self.ordered = True
+
+    def add(self, s: float, e: float) -> None:
+        if e <= s:
+            return
+        ivs = self.ivs
+        if ivs:
+            last = ivs[-1]
+            if s <= last[1]:
+                if s >= last[0]:
+                    if e > last[1]:
+                        last[1] = e
+                    return
+                self.ordered = False
+        ivs.append([s, e])
+
+    def merged(self) -> list[list[float]]:
+        if not self.ordered:
+            self.ivs = _union(sorted(self.ivs))
+            self.ordered = True
+        return self.ivs
+
+
+def _union(*parts: list[list[float]]) -> list[list[float]]:
+    """The union of interval lists, as sorted disjoint intervals."""
+    out: list[list[float]] = []
+    for s, e in heapq.merge(*parts):
+        if out and s <= out[-1][1]:
+            if e > out[-1][1]:
+                out[-1][1] = e
+        else:
+            out.append([s, e])
+    return out
+
+
+def _length(ivs: list[list[float]], end: float) -> float:
+    """Total length of sorted disjoint intervals inside [0, end)."""
+    total = 0.0
+    for s, e in ivs:
+        lo, hi = max(s, 0.0), min(e, end)
+        if hi > lo:
+            total += hi - lo
+    return total
+
+
 class Timing:
     """Scoreboard state; `step` times one instruction and returns its RS allocation time."""
 
     def __init__(self, cfg: GemminiConfig, preset: Preset) -> None:
         self.cfg, self.p = cfg, preset
         self.dim = cfg.dim
+        self.row_mask = cfg.row_mask
+        self.queue = queues()
         self.bank_rows = cfg.sp_bank_rows
         self.cap = (cfg.rs_ld, cfg.rs_ex, cfg.rs_st)
         self.rs: tuple[list[float], list[float], list[float]] = ([], [], [])
@@ -116,6 +189,9 @@ class Timing:
         self.pairs = self.overlapped = 0
         self.ex_busy = 0.0
         self.cfg_ex_stall = 0.0
+        # busy intervals for the cycle breakdown (see the module docstring)
+        self.busy_ex, self.busy_ld, self.busy_st, self.busy_fixed = _Busy(), _Busy(), _Busy(), _Busy()
+        self.busy_fixed.add(0.0, float(preset.kernel_overhead))
         self._handlers = {
             "mvin": lambda a, t: self._mvin(0, a, t),
             "mvin2": lambda a, t: self._mvin(1, a, t),
@@ -164,7 +240,7 @@ class Timing:
 
     def step(self, op: str, args: tuple[int, ...], gen: int = CPU, gate: float = -1.0) -> float:
         """Time one instruction; returns its RS allocation (issue) time."""
-        q = QUEUE[op]
+        q = self.queue[op]
         if gen == CPU:
             if q is None and op != "fence" and op != "flush":
                 return self._loop_config(op)
@@ -233,6 +309,7 @@ class Timing:
         heappop = heapq.heappop
         base = (0, *bases)
         ex_heap, ex_cap = rs[EX], cap[EX]
+        queue = self.queue
         n = len(entries)
         i = 0
         while i < n:
@@ -272,7 +349,7 @@ class Timing:
                 continue
             if reloc:
                 args = (args[0] + base[reloc], *args[1:])
-            q = QUEUE[op]
+            q = queue[op]
             heap = rs[q]
             c = cap[q] - 1 if op in _COMPUTES else cap[q]
             while heap and heap[0] <= t:
@@ -374,12 +451,13 @@ class Timing:
         self.ld_stride[sid], self.ld_shrunk[sid], self.ld_bstride[sid] = stride, shrunk, bstride
         start = t if t > self.ld_free else self.ld_free
         self.ld_free = start + 1
+        self.busy_fixed.add(start, start + 1)
         heapq.heappush(self.rs[LD], start + 1)
 
     def _mvin(self, sid: int, args: tuple[int, ...], t: float) -> None:
         dram, local, cols, rows = args
         m = 1 if local & IS_ACC else 0
-        row = local & ROW_MASK
+        row = local & self.row_mask
         blocks = -(-cols // self.dim)
         hi = row + (blocks - 1) * self.ld_bstride[sid] + rows
         ready = t if t > self.ld_free else self.ld_free
@@ -408,6 +486,7 @@ class Timing:
         if done < self.ld_last_done:  # the load controller reports completions in order
             done = self.ld_last_done
         self.ld_last_done = done
+        self.busy_ld.add(ready, done)
         self.w[m][row:hi] = [done] * (hi - row)
         heapq.heappush(self.rs[LD], done)
 
@@ -423,6 +502,7 @@ class Timing:
             self.ws, self.a_t, self.b_t = dataflow == 1, a_t, b_t
         self.a_stride, self.c_stride = a_stride, c_stride
         done = start + self.p.config_ex_cycles
+        self.busy_fixed.add(start, done)
         self.ex_free = done
         if done > self.ex_drained:
             self.ex_drained = done
@@ -444,14 +524,14 @@ class Timing:
         """Time a preload (issued at t_pre) and its compute (issued at t_comp)."""
         bd, c, bd_cols, bd_rows, _c_cols, c_rows = pre
         a, d, a_cols, a_rows, _d_cols, d_rows = comp
-        dim = self.dim
+        dim, row_mask = self.dim, self.row_mask
         w = self.w
         w_sp = w[0]
         # preload: RAW on B, WAW (loads, e.g. the bias) and WAR (stores) on C
         p_ready = t_pre
         b_bank = -1
         if bd != GARBAGE:
-            b_lo = bd & ROW_MASK
+            b_lo = bd & row_mask
             b_hi = b_lo + (bd_cols if (self.ws and self.b_t) else bd_rows)
             b_bank = b_lo // self.bank_rows
             v = max(w_sp[b_lo:b_hi])
@@ -459,7 +539,7 @@ class Timing:
                 p_ready = v
         if c != GARBAGE:
             cm = 1 if c & IS_ACC else 0
-            c_lo = c & ROW_MASK
+            c_lo = c & row_mask
             c_hi = c_lo + (c_rows - 1) * self.c_stride + 1
             v = max(w[cm][c_lo:c_hi])  # loads (WAW); in the accumulator also store reads (WAR)
             if v > p_ready:
@@ -470,13 +550,13 @@ class Timing:
                     p_ready = v
         # compute: RAW on A (and D)
         ready = t_comp
-        a_lo = a & ROW_MASK
+        a_lo = a & row_mask
         a_hi = a_lo + ((a_cols if self.a_t else a_rows) - 1) * self.a_stride + 1
         v = max(w_sp[a_lo:a_hi])
         if v > ready:
             ready = v
         if d != GARBAGE:
-            d_lo = d & ROW_MASK
+            d_lo = d & row_mask
             v = max(w_sp[d_lo : d_lo + d_rows])
             if v > ready:
                 ready = v
@@ -493,6 +573,7 @@ class Timing:
                 window *= 2
             if prev + window > ex_free:
                 self.ex_busy += prev + window - ex_free
+                self.busy_ex.add(ex_free, prev + window)
                 ex_free = prev + window
             start = ex_free
             if ready > start:
@@ -504,6 +585,7 @@ class Timing:
             p_start = ex_free if ex_free > p_ready else p_ready  # a standalone preload feeds DIM rows first
             self.ex_busy += dim
             b_read = p_start + dim
+            self.busy_ex.add(p_start, b_read)
             start = b_read if b_read > ready else ready
         feed = (a_rows if a_rows > 4 else 4) if plain_ws else dim
         end = start + feed
@@ -523,6 +605,7 @@ class Timing:
         if c != GARBAGE:
             p_done = end + self.p.array_latency
             (self.acc_ex if cm else w[0])[c_lo:c_hi] = [p_done] * (c_hi - c_lo)
+        self.busy_ex.add(start, p_done)
         if p_done > self.ex_drained:
             self.ex_drained = p_done
         heapq.heappush(heap, p_done)
@@ -537,13 +620,14 @@ class Timing:
         self.st_pool = (pool_stride, orows, ocols, porows, pocols, pool_out_dim)
         start = t if t > self.st_done else self.st_done
         self.st_done = start + 1
+        self.busy_fixed.add(start, start + 1)
         heapq.heappush(self.rs[ST], start + 1)
 
     def _mvout(self, args: tuple[int, ...], t: float) -> None:
         dram, local, cols, rows = args
         p, dim = self.p, self.dim
         m = 1 if local & IS_ACC else 0
-        row = local & ROW_MASK
+        row = local & self.row_mask
         blocks = -(-cols // dim)
         stride = self.st_stride
         pool_stride, orows, ocols, porows, pocols, pool_out_dim = self.st_pool
@@ -595,6 +679,7 @@ class Timing:
             self.wr_last_ack = ack
         done = tt if tt > t0 + n_sram else t0 + n_sram  # complete once every row left the SRAM
         self.st_done = done
+        self.busy_st.add(ready, ack if ack > done else done)
         rt = self.r[m]
         for k in range(row, hi):  # a store's read completes no earlier than an older reader's
             if rt[k] < done:
@@ -624,7 +709,9 @@ class Timing:
         return t
 
     def _fence(self, args: tuple[int, ...], t: float) -> None:
-        self.t_cpu = max(self.t_cpu, self.idle_time() + self.p.fence_cycles)
+        idle = self.idle_time()
+        self.busy_fixed.add(idle, idle + self.p.fence_cycles)
+        self.t_cpu = max(self.t_cpu, idle + self.p.fence_cycles)
 
     def _nop(self, args: tuple[int, ...], t: float) -> None:
         pass
@@ -632,3 +719,14 @@ class Timing:
     def cycles(self) -> int:
         """Total cycles from the first instruction to the end of the last one (CPU or Gemmini)."""
         return int(round(max(self.idle_time(), self.t_cpu)))
+
+    def breakdown(self) -> dict[str, int]:
+        """`cycles()` split into compute / memory / overhead / stall (module docstring)."""
+        end = max(self.idle_time(), self.t_cpu)
+        compute = self.busy_ex.merged()
+        busy = _union(compute, self.busy_ld.merged(), self.busy_st.merged())
+        fixed = _union(busy, self.busy_fixed.merged())
+        c = round(_length(compute, end))
+        cm = round(_length(busy, end))
+        cmo = round(_length(fixed, end))
+        return {"compute": c, "memory": cm - c, "stall": self.cycles() - cmo, "overhead": cmo - cm}

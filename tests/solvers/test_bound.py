@@ -6,7 +6,7 @@ target; a counterexample is a bug in the bound (or in the simulator)."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from zomboss.solvers.enumerate import skeletons
 from zomboss.solvers.sizing import SizingModel
@@ -33,7 +33,11 @@ FAMILIES = _families()
 
 
 @pytest.mark.parametrize(("target", "wid"), FAMILIES)
-@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=4,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much],
+)
 @given(pick=st.integers(0, 10_000), weights=st.lists(st.integers(-3, 3), min_size=16, max_size=16))
 def test_bound_never_exceeds_simulated_cycles(target, wid, pick, weights):
     t = get_target(target)
@@ -52,6 +56,10 @@ def test_bound_never_exceeds_simulated_cycles(target, wid, pick, weights):
     if sol is None:
         return  # an infeasible skeleton for this workload: nothing to check
     m = sp.from_skeleton(sks[pick % len(sks)], sol.values, wl.shape)
+    # absurd corners (1-element tiles: millions of instructions) say nothing the others do not,
+    # and cost minutes to simulate: keep mappings the doc's estimate puts within 8x of Candidate-0
+    est, est0 = sp.cost("estimate", m, wl.shape), sp.cost("estimate", t.reference_mappings(wl, {})["library"], wl.shape)
+    assume(est is None or est0 is None or est <= 8 * est0)
     bound = sp.cost("bound", m, wl.shape)
     ev = t.evaluate(t.instance(wl, {}, 0), m, Mode.TIMING)
     assert bound is not None and bound <= ev.cycles, f"bound {bound} > simulated {ev.cycles} for {m.key()}"

@@ -1,9 +1,10 @@
-"""Shared helpers for the Gemmini simulator tests: program text, DRAM setup, a KB cache dir."""
+"""Shared helpers for the Gemmini tests: program text, DRAM setup, Candidate-0, a KB cache dir."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from zomboss.targets.gemmini import TARGET
 from zomboss.targets.gemmini.config import GemminiConfig
 from zomboss.targets.gemmini.dram import Dram
 
@@ -21,7 +22,7 @@ def _kb_cache(tmp_path_factory, monkeypatch):
 
 @pytest.fixture
 def cfg() -> GemminiConfig:
-    return GemminiConfig()
+    return GemminiConfig.default()
 
 
 def prog(*lines: tuple) -> Program:
@@ -37,3 +38,9 @@ def put(dram: Dram, arr: np.ndarray) -> int:
 
 def rand_i8(rng: np.random.Generator, *shape: int) -> np.ndarray:
     return rng.integers(-128, 128, size=shape, dtype=np.int8)
+
+
+def library_program(spec: str) -> Program:
+    """Candidate-0 of a workload: the library mapping lowered on its instance's placement."""
+    wl = TARGET.workload(spec)
+    return TARGET.lower(TARGET.instance(wl, {}), TARGET.reference_mappings(wl, {})["library"])

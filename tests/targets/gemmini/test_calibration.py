@@ -8,15 +8,17 @@ fit shows (re-run `scripts/fit_gemmini_timing.py` after such a change; never tun
 from __future__ import annotations
 
 import pytest
-from zomboss.targets.gemmini.default import matmul_program
 from zomboss.targets.gemmini.presets import DEFAULT_PRESET, FIRESIM_F1_MEASUREMENTS, Measurement
 from zomboss.targets.gemmini.simulator import simulate
+
+from .conftest import library_program
 
 FIT_WORST = 0.131  # the fit's worst relative error (13.0 %), rounded up
 
 
 def _cycles(cfg, x: Measurement) -> int:
-    r = simulate(matmul_program(x.m, x.n, x.k, cfg), cfg, None, functional=False, check=False, preset=DEFAULT_PRESET)
+    program = library_program(f"matmul:M={x.m},N={x.n},K={x.k}")
+    r = simulate(program, cfg, None, functional=False, check=False, preset=DEFAULT_PRESET)
     return r.cycles
 
 

@@ -16,17 +16,14 @@ from pathlib import Path
 
 import pytest
 from zomboss.targets.gemmini import TARGET
-from zomboss.targets.gemmini.config import GemminiConfig
-from zomboss.targets.gemmini.default import build_default
 from zomboss.targets.gemmini.export import c_source, program_text, sidecar_path
-from zomboss.targets.gemmini.kernels import buffers, program_for
-from zomboss.targets.gemmini.mapping import MatmulMapping, exo_style
-from zomboss.targets.gemmini.suite import workload
 
+from zomboss.mapping import space
 from zomboss.program import Program
 
+from .conftest import library_program
+
 GOLDEN = Path(__file__).with_name("golden")
-CFG = GemminiConfig()
 
 CASES = {
     "matmul_exo": ("matmul:M=20,N=24,K=40,bias=1,relu=1", "exo"),
@@ -38,10 +35,10 @@ CASES = {
 
 def source(case: str, straight_limit: int = 20000) -> str:
     spec, which = CASES[case]
-    wl = workload(spec)
-    kernel = build_default(wl, CFG)
-    program = kernel.program if which == "library" else program_for(wl, exo_style(wl, CFG), CFG, kernel)
-    bufs = buffers(wl, kernel)
+    wl = TARGET.workload(spec)
+    inst = TARGET.instance(wl, {})
+    program = TARGET.lower(inst, TARGET.reference_mappings(wl, {})[which])
+    bufs = inst.buffers
     addrs = {k: v for k, v in bufs.__dict__.items() if k != "scale_bits"}
     return c_source(wl, program, addrs, bufs.scale_bits, straight_limit=straight_limit)
 
@@ -129,18 +126,24 @@ def test_c_compiles(case: str, limit: int, tmp_path: Path) -> None:
 
 
 def test_target_export_writes_c_program_and_sidecar(tmp_path: Path) -> None:
-    wl = workload("matmul:M=40,N=33,K=20")
-    out = TARGET.export(wl, tmp_path / "k.c", {}, mapping=MatmulMapping(tile_i=3, tile_j=3, tile_k=2))
+    wl = TARGET.workload("matmul:M=40,N=33,K=20")
+    s = space(TARGET.kb({}), "matmul")
+    values = {k.name: k.default for k in s.knobs}
+    values.update(loop="sw", tile_i=3, tile_j=3, tile_k=2, acc_j=3, mvin_blocks_a=2, mvin_blocks_b=3, acc_init="zero",
+                  order="ijk", reuse_a="true", reuse_b="true")  # fmt: skip
+    m = s.mapping(values, wl.shape)
+    out = TARGET.export(wl, tmp_path / "k.c", {}, mapping=m)
     asm = out.with_suffix(".asm")
     assert out.read_text().startswith("// matmul:") and asm.exists() and sidecar_path(asm).exists()
+    back, want = TARGET.read_program(asm, {}), TARGET.lower(TARGET.instance(wl, {}), m)
+    assert [(i.op, i.args) for i in back.instrs] == [(i.op, i.args) for i in want.instrs]  # the mapping's kernel
     res = TARGET.simulate_file(asm, {})
     assert res.verified is True and res.cycles > 0
-    assert res.mapping["tile_i"] == 3
+    assert s.from_json(res.mapping, wl.shape) == m
 
 
 def test_program_text_round_trips(tmp_path: Path) -> None:
-    wl = workload("conv:N=1,H=6,W=6,C=5,K=7,R=3,S=3,stride=2,pad=1")
-    prog = build_default(wl, CFG).program
+    prog = library_program("conv:N=1,H=6,W=6,C=5,K=7,R=3,S=3,stride=2,pad=1")
     path = tmp_path / "p.asm"
     path.write_text(program_text(prog, "title"))
     back = TARGET.read_program(path, {})

@@ -1,12 +1,12 @@
-"""The ISA doc and the simulator agree: the doc's signatures are the contract's, its parameters
-are the simulator's defaults, and the simulator refuses every `bad` example (naming the rule)
-and runs every `ok` example."""
+"""The ISA doc and the simulator agree: the doc's signatures are the contract's, the machine
+is the doc's parameters and local-address layout, and the simulator refuses every `bad` example
+(naming the rule) and runs every `ok` example."""
 
 from __future__ import annotations
 
 import pytest
-from zomboss.targets.gemmini.config import DEFAULT_PARAMS, GemminiConfig
-from zomboss.targets.gemmini.isa import OPERANDS, QUEUE
+from zomboss.targets.gemmini.config import GemminiConfig, overrides_of
+from zomboss.targets.gemmini.isa import ACCUMULATE, IS_ACC, READ_FULL, operands, queues
 from zomboss.targets.gemmini.simulator import DOC, simulate
 
 from zomboss.errors import IllegalProgram
@@ -20,31 +20,38 @@ def kb(tmp_path_factory):
 
 
 def test_doc_signatures_are_the_contract(kb):
-    assert {name: tuple(o.name for o in ins.operands) for name, ins in kb.instrs.items()} == OPERANDS
+    assert {name: tuple(o.name for o in ins.operands) for name, ins in kb.instrs.items()} == operands()
 
 
 def test_doc_units_match_the_queues(kb):
     unit = {0: "load", 1: "ex", 2: "store"}
     for name, ins in kb.instrs.items():
-        q = QUEUE[name]
+        q = queues()[name]
         assert ins.unit == (unit[q] if q is not None else ins.unit)
         if q is None:
             assert ins.unit in ("ctrl", "loop")
 
 
-def test_doc_parameters_are_the_simulator_defaults(kb):
-    for k, v in DEFAULT_PARAMS.items():
-        assert kb.params[k] == v
-    cfg = GemminiConfig.from_params(kb.params)
-    assert cfg == GemminiConfig()
-    assert (cfg.max_block_len, cfg.max_block_len_acc) == (kb.params["max_block_len"], kb.params["max_block_len_acc"])
-    assert (cfg.sp_bank_rows, cfg.acc_rows) == (kb.params["sp_bank_rows"], kb.params["acc_rows"])
+def test_the_machine_is_the_docs(kb):
+    cfg = GemminiConfig.from_kb(kb)
+    assert cfg == GemminiConfig.default() and cfg.overrides == ()
+    for name in ("dim", "sp_rows", "acc_rows", "sp_bank_rows", "max_block_len", "max_block_len_acc", "half_sp_rows"):
+        assert getattr(cfg, name) == kb.params[name]
+    lay = kb.layouts["local_addr"].bits
+    assert cfg.row_mask == kb.params["row_mask"] and (cfg.row_bits - 1, 0) == lay["row"]
+    assert cfg.garbage_bit == lay["garbage_bit"][0] == cfg.row_bits
+    # the flag bits sit at the same positions in every configuration
+    assert tuple(1 << lay[f][0] for f in ("is_acc", "accumulate", "read_full")) == (IS_ACC, ACCUMULATE, READ_FULL)
 
 
-def test_overridden_parameters_reach_the_simulator(kb):
+def test_overridden_parameters_reach_the_machine(kb):
     small = load_kb(DOC, {"dim": 8, "sp_capacity_kib": 64}, use_cache=False)
-    cfg = GemminiConfig.from_params(small.params)
+    cfg = GemminiConfig.from_kb(small)
     assert (cfg.dim, cfg.sp_rows, cfg.max_block_len) == (8, 8192, 8)
+    assert cfg.overrides == (("dim", 8), ("sp_capacity_kib", 64)) and cfg.kb().params == small.params
+    wide = GemminiConfig.from_kb(load_kb(DOC, {"dim": 8}))  # 32768 rows: a 15-bit row field
+    assert (wide.row_bits, wide.garbage_bit, wide.row_mask) == (15, 15, (1 << 15) - 1)
+    assert overrides_of(load_kb(DOC, {"dim": 16})) == ()  # a default value is no override
 
 
 def _examples():

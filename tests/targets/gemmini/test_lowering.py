@@ -1,66 +1,85 @@
-"""Lowering: legal mappings lower to legal programs that compute what NumPy computes.
+"""Lowering: legal mappings lower to legal programs that compute what NumPy computes, and the
+library mapping lowers to exactly what gemmini.h's tiled_*_auto issue.
 
-The differential tests draw small matmuls and convs and random legal mappings (both loop
-modes, both dataflows, every residency/buffering/init/order knob), lower them onto
-`default.build_default`'s data, run the simulator with the doc's rule checker on, and
-compare the output bit for bit with the NumPy reference.
+The differential tests draw small matmuls and convs and random legal mappings of the doc's
+space (both loop modes, both dataflows, every residency/buffering/init/order knob), lower them
+onto the instance's placement, run the simulator with the doc's rule checker on, and compare
+the output bit for bit with the NumPy reference.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import random
 from collections import Counter
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from zomboss.targets.gemmini import TARGET
 from zomboss.targets.gemmini.config import GemminiConfig
-from zomboss.targets.gemmini.default import ConvCall, MatmulCall, build_default, tiled_conv_auto, tiled_matmul_auto
-from zomboss.targets.gemmini.kernels import buffers, evaluate, program_for
-from zomboss.targets.gemmini.lowering import ConvBuffers, MatmulBuffers, lower
-from zomboss.targets.gemmini.mapping import ORDERS, ConvMapping, MatmulMapping, exo_style, library_default
-from zomboss.targets.gemmini.mapping_legality import IllegalMapping, mapping_violations
-from zomboss.targets.gemmini.numerics import f32_bits
+from zomboss.targets.gemmini.instance import ConvBuffers, MatmulBuffers
+from zomboss.targets.gemmini.mapping import exo_style
 from zomboss.targets.gemmini.simulator import simulate
-from zomboss.targets.gemmini.suite import SUITE, conv_out_dims, workload
 
+from zomboss.mapping import IllegalMapping, Mapping, space
+from zomboss.program import Instr
+from zomboss.target import Mode
 from zomboss.workload import Workload
 
-CFG = GemminiConfig()
+from .library_oracle import ConvCall, MatmulCall, tiled_conv_auto, tiled_matmul_auto
+
+CFG = GemminiConfig.default()
 D = CFG.dim
+KB = CFG.kb()
+ORDERS = space(KB, "matmul").knob("order").values
 
 
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def run(wl: Workload, m: MatmulMapping | ConvMapping) -> bool:
-    """Lower, simulate functionally with every doc rule checked, compare with NumPy."""
-    kernel = build_default(wl, CFG, seed=7)
-    program = program_for(wl, m, CFG, kernel)
-    sim = simulate(program, CFG, kernel.dram, functional=True, timing=False, check=True)
+def run(wl: Workload, m: Mapping) -> bool:
+    """Lower, simulate functionally with every doc rule checked (no timing: only the data
+    matters here), compare with NumPy."""
+    inst = TARGET.instance(wl, {}, seed=7)
+    sim = simulate(TARGET.lower(inst, m), inst.cfg, inst.dram(), functional=True, timing=False, check=True)
     assert sim.dram is not None
-    return kernel.verify(sim.dram)
+    return inst.verify(sim.dram)
+
+
+def mapping(wl: Workload, **values: object) -> Mapping:
+    return space(KB, wl.op).mapping(values, wl.shape)
+
+
+def legal(wl: Workload, m: Mapping) -> bool:
+    return not space(KB, wl.op).violations(KB, m, wl.shape)
 
 
 @st.composite
-def stream_knobs(draw: st.DrawFn, ti: int, tj: int, bias: bool, *, os_ok: bool) -> dict:
+def stream_knobs(
+    draw: st.DrawFn, ti: int, tj: int, tk_blocks: int, k_split: bool, bias: bool, *, os_ok: bool
+) -> dict[str, object]:
+    """Stream knobs within the doc's bounds for a block of ti x tj output tiles whose A rows
+    span `tk_blocks` DIM blocks (acc_i/acc_j/mvout_blocks are 1 or the sub-tile's under a split
+    reduction, block mvins at most as wide as the block)."""
     inner = draw(st.sampled_from(ORDERS))
     ws = not os_ok or draw(st.booleans())
+    acc_i, acc_j = (1, 1) if k_split else (draw(st.integers(1, ti)), draw(st.integers(1, tj)))
+    mbl = CFG.max_block_len
     return dict(
         order=draw(st.sampled_from(ORDERS)),
         reuse_a=draw(st.booleans()),
         reuse_b=draw(st.booleans()),
         buffers_a=draw(st.integers(1, 2)),
         buffers_b=draw(st.integers(1, 2)),
-        acc_i=draw(st.integers(1, ti)),
-        acc_j=draw(st.integers(1, tj)),
+        acc_i=acc_i,
+        acc_j=acc_j,
         acc_buffers=draw(st.integers(1, 4)),
         inner_order=inner,
         weight_reuse=ws and inner[-1] == "i" and draw(st.booleans()),
-        mvin_blocks_a=draw(st.integers(1, 4)),
-        mvin_blocks_b=draw(st.integers(1, 4)),
-        mvout_blocks=draw(st.integers(1, 4)),
+        mvin_blocks_a=draw(st.integers(1, min(mbl, tk_blocks))),
+        mvin_blocks_b=draw(st.integers(1, min(mbl, tj))),
+        mvout_blocks=draw(st.integers(1, min(mbl, tj if k_split else acc_j))),
         acc_init="bias" if bias else draw(st.sampled_from(("overwrite", "zero"))),
         hoist_config=draw(st.booleans()),
         ld_states=draw(st.sampled_from((1, 3))),
@@ -69,109 +88,137 @@ def stream_knobs(draw: st.DrawFn, ti: int, tj: int, bias: bool, *, os_ok: bool) 
 
 
 @st.composite
-def matmul_cases(draw: st.DrawFn) -> tuple[Workload, MatmulMapping]:
+def matmul_cases(draw: st.DrawFn) -> tuple[Workload, Mapping]:
     M, N, K = draw(st.integers(1, 70)), draw(st.integers(1, 70)), draw(st.integers(1, 90))  # noqa: N806
     bias, relu = draw(st.booleans()), draw(st.booleans())
-    wl = workload(f"matmul:M={M},N={N},K={K},bias={int(bias)},relu={int(relu)}")
+    wl = TARGET.workload(f"matmul:M={M},N={N},K={K},bias={int(bias)},relu={int(relu)}")
     ip, jp, kp = cdiv(M, D), cdiv(N, D), cdiv(K, D)
     ti, tj, tk = draw(st.integers(1, ip)), draw(st.integers(1, jp)), draw(st.integers(1, kp))
+    i0, j0, k0 = cdiv(ip, ti), cdiv(jp, tj), cdiv(kp, tk)
     if draw(st.booleans()):
-        order = draw(st.sampled_from(("ijk", "jik") if cdiv(kp, tk) > 1 else ORDERS))
-        i0, j0, k0 = cdiv(ip, ti), cdiv(jp, tj), cdiv(kp, tk)
-        m = MatmulMapping(
-            loop="hw", tile_i=ti, tile_j=tj, tile_k=tk, order=order,
+        m = mapping(
+            wl, loop="hw", tile_i=ti, tile_j=tj, tile_k=tk, order=draw(st.sampled_from(("ijk", "jik"))),
             reuse_a=i0 * k0 <= 2 and draw(st.booleans()), reuse_b=j0 * k0 <= 2 and draw(st.booleans()),
             acc_init="bias" if bias else "overwrite",
         )  # fmt: skip
     else:
-        m = MatmulMapping(loop="sw", tile_i=ti, tile_j=tj, tile_k=tk, **draw(stream_knobs(ti, tj, bias, os_ok=True)))
-    assume(not mapping_violations(m, wl, CFG))
+        knobs = draw(stream_knobs(ti, tj, tk, k0 > 1, bias, os_ok=True))
+        m = mapping(wl, loop="sw", tile_i=ti, tile_j=tj, tile_k=tk, **knobs)
+    assume(legal(wl, m))
     return wl, m
 
 
 @st.composite
-def conv_cases(draw: st.DrawFn) -> tuple[Workload, ConvMapping]:
+def conv_cases(draw: st.DrawFn) -> tuple[Workload, Mapping]:
     r = draw(st.integers(1, 4))
     pad = draw(st.integers(0, r - 1))
     stride = draw(st.integers(1, 2))
     h, w = draw(st.integers(max(1, r - 2 * pad), 9)), draw(st.integers(max(1, r - 2 * pad), 9))
     n, c, k = draw(st.integers(1, 2)), draw(st.integers(1, 36)), draw(st.integers(1, 34))
     bias, relu = draw(st.booleans()), draw(st.booleans())
-    wl = workload(f"conv:N={n},H={h},W={w},C={c},K={k},R={r},S={r},stride={stride},pad={pad},"
-                  f"bias={int(bias)},relu={int(relu)}")  # fmt: skip
-    oh, ow = conv_out_dims(wl)
+    wl = TARGET.workload(f"conv:N={n},H={h},W={w},C={c},K={k},R={r},S={r},stride={stride},pad={pad},"
+                         f"bias={int(bias)},relu={int(relu)}")  # fmt: skip
+    oh, ow = (h + 2 * pad - r) // stride + 1, (w + 2 * pad - r) // stride + 1
     tb, tr, tc = draw(st.integers(1, n)), draw(st.integers(1, oh)), draw(st.integers(1, ow))
     if draw(st.booleans()):
-        m = ConvMapping(
-            loop="hw", tile_b=tb, tile_orows=tr, tile_ocols=tc, tile_och=draw(st.integers(1, k)),
+        m = mapping(
+            wl, loop="hw", tile_b=tb, tile_orows=tr, tile_ocols=tc, tile_och=draw(st.integers(1, k)),
             tile_ich=draw(st.integers(1, c)), tile_krows=draw(st.integers(1, r)), tile_kcols=draw(st.integers(1, r)),
             reuse_a=False, reuse_b=False, acc_init="bias" if bias else "zero",
         )  # fmt: skip
     else:
         och = draw(st.sampled_from(sorted({k, *range(D, k, D)})))
         ich = draw(st.sampled_from(sorted({c, *range(D, c, D)})))
-        n_i = tb * tr * cdiv(tc, D)
-        m = ConvMapping(
-            loop="sw", tile_b=tb, tile_orows=tr, tile_ocols=tc, tile_och=och, tile_ich=ich, tile_krows=r, tile_kcols=r,
-            **draw(stream_knobs(n_i, cdiv(och, D), bias, os_ok=False)),
+        knobs = draw(stream_knobs(tb * tr * cdiv(tc, D), cdiv(och, D), cdiv(ich, D), ich < c, bias, os_ok=False))
+        m = mapping(
+            wl, loop="sw", tile_b=tb, tile_orows=tr, tile_ocols=tc, tile_och=och, tile_ich=ich, tile_krows=r,
+            tile_kcols=r, **knobs,
         )  # fmt: skip
-    assume(not mapping_violations(m, wl, CFG))
+    assume(legal(wl, m))
     return wl, m
 
 
 @settings(max_examples=70, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(matmul_cases())
-def test_random_matmul_mappings_match_numpy(case: tuple[Workload, MatmulMapping]) -> None:
+def test_random_matmul_mappings_match_numpy(case: tuple[Workload, Mapping]) -> None:
     wl, m = case
     assert run(wl, m), (wl.spec, m.to_json())
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(conv_cases())
-def test_random_conv_mappings_match_numpy(case: tuple[Workload, ConvMapping]) -> None:
+def test_random_conv_mappings_match_numpy(case: tuple[Workload, Mapping]) -> None:
     wl, m = case
     assert run(wl, m), (wl.spec, m.to_json())
 
 
-def test_library_default_lowers_to_the_library_program() -> None:
-    """Two implementations of tiled_*_auto agree: default.py's and the hw lowering of the
-    library mapping, instruction for instruction, on every suite instance."""
-    a, b, c, d, scale = 0x1000, 0x200000, 0x900000, 0x880000, 2.0**-9
-    downsample = workload("conv:N=2,H=14,W=14,C=64,K=128,R=1,S=1,stride=2,pad=0")
-    for wl in (*SUITE, downsample):
-        if wl.op == "matmul":
-            M, N, K = wl["M"], wl["N"], wl["K"]  # noqa: N806
-            bias = d if wl["bias"] else 0
-            call = MatmulCall(M, N, K, a, b, bias, c, K, N, N, N, act=wl["relu"], scale=scale, repeating_bias=True)
-            want = tiled_matmul_auto(call, CFG)
-            bufs: MatmulBuffers | ConvBuffers = MatmulBuffers(a, b, c, bias, f32_bits(scale))
+# ---------------------------------------------------------------------------- the library oracle
+
+
+def _oracle(wl: Workload) -> list[Instr]:
+    """gemmini.h's tiled_matmul_auto / tiled_conv_auto, ported straight, on the instance's placement."""
+    inst = TARGET.instance(wl, {})
+    bufs = inst.buffers
+    relu, scale = wl["relu"], inst.scale
+    if isinstance(bufs, MatmulBuffers):
+        M, N, K = wl["M"], wl["N"], wl["K"]  # noqa: N806
+        call = MatmulCall(M, N, K, bufs.a, bufs.b, bufs.bias, bufs.c, K, N, N, N, act=relu, scale=scale,
+                          repeating_bias=True)  # fmt: skip
+        return tiled_matmul_auto(call, CFG)
+    assert isinstance(bufs, ConvBuffers)
+    conv = ConvCall(wl["N"], wl["H"], wl["W"], wl["C"], wl["K"], wl["R"], wl["stride"], wl["pad"], bufs.input,
+                    bufs.weights, bufs.bias, bufs.output, act=relu, scale=scale)  # fmt: skip
+    return tiled_conv_auto(conv, CFG)
+
+
+def _random_specs(n: int) -> list[str]:
+    rng = random.Random(11)
+    out = []
+    for _ in range(n):
+        flags = f"bias={rng.randint(0, 1)},relu={rng.randint(0, 1)}"
+        if rng.random() < 0.5:
+            out.append(f"matmul:M={rng.randint(1, 900)},N={rng.randint(1, 900)},K={rng.randint(1, 1500)},{flags}")
         else:
-            bias = d if wl["bias"] else 0
-            conv = ConvCall(wl["N"], wl["H"], wl["W"], wl["C"], wl["K"], wl["R"], wl["stride"], wl["pad"], a, b, bias,
-                            c, act=wl["relu"], scale=scale)  # fmt: skip
-            want = tiled_conv_auto(conv, CFG)
-            bufs = ConvBuffers(a, b, c, bias, f32_bits(scale))
-        assert list(lower(library_default(wl, CFG), wl, bufs, CFG).instrs) == want, wl.id
+            r = rng.choice((1, 3, 5, 7))
+            pad, stride = rng.randint(0, r - 1), rng.randint(1, 2)
+            hw = rng.randint(max(r, 4), 40)
+            c, k = rng.randint(1, 300), rng.randint(1, 300)
+            out.append(
+                f"conv:N={rng.randint(1, 3)},H={hw},W={hw},C={c},K={k},R={r},S={r},stride={stride},pad={pad},{flags}"
+            )
+    return out
+
+
+ORACLE_CASES = [w.id for w in TARGET.suite()] + ["conv:N=2,H=14,W=14,C=64,K=128,R=1,S=1,stride=2,pad=0"]
+
+
+@pytest.mark.parametrize("spec", ORACLE_CASES + _random_specs(16))
+def test_library_mapping_lowers_to_the_library_program(spec: str) -> None:
+    """Candidate-0 is lower(library_default): instruction for instruction what the straight port
+    of gemmini.h issues, on every suite instance, a downsampling conv and random shapes."""
+    wl = TARGET.workload(spec)
+    program = TARGET.lower(TARGET.instance(wl, {}), TARGET.reference_mappings(wl, {})["library"])
+    assert list(program.instrs) == _oracle(wl)
+
+
+# ---------------------------------------------------------------------------- refusals and stream shapes
 
 
 def test_illegal_mapping_is_refused_with_the_rule() -> None:
-    wl = workload("mm512")
-    kernel = build_default(wl, CFG)
-    m = MatmulMapping(tile_i=16, tile_j=16, tile_k=32, buffers_a=2, buffers_b=1)
-    try:
-        lower(m, wl, buffers(wl, kernel), CFG)
-    except IllegalMapping as e:
-        assert [v.rule for v in e.violations] == ["map.spad_fit"]
-    else:
-        raise AssertionError("an oversized mapping was lowered")
+    wl = TARGET.workload("mm512")
+    good = exo_style(wl, CFG)
+    m = mapping(wl, **{**good.as_dict(), "buffers_a": 2})  # the resident tiles fill the scratchpad once
+    with pytest.raises(IllegalMapping) as e:
+        TARGET.lower(TARGET.instance(wl, {}), m)
+    assert [v.rule for v in e.value.violations] == ["map.spad_fit"]
+    assert "gemmini.md:" in str(e.value) and "buffers_a=2" in str(e.value)
 
 
 def test_exo_stream_shape_mm512() -> None:
     """Reference §8.1: configs once, three mvin states, 64-column mvins, zero-mvin init,
     one mvout per 16x16 tile, no hardware loops, A moved in once and B twice."""
-    wl = workload("mm512")
-    kernel = build_default(wl, CFG)
-    prog = program_for(wl, exo_style(wl, CFG), CFG, kernel)
+    wl = TARGET.workload("mm512")
+    prog = TARGET.lower(TARGET.instance(wl, {}), exo_style(wl, CFG))
     ops = Counter(i.op for i in prog.instrs)
     assert ops["config_ex"] == 1 and ops["config_st"] == 1 and ops["config_ld"] == 3
     assert not any(op.startswith("loop") for op in ops)
@@ -184,30 +231,33 @@ def test_exo_stream_shape_mm512() -> None:
 
 
 def test_stream_knobs_change_the_stream() -> None:
-    wl = workload("matmul:M=64,N=48,K=64")  # A and B rows have different strides
-    kernel = build_default(wl, CFG)
-    base = MatmulMapping(tile_i=2, tile_j=2, tile_k=4, acc_i=2, acc_j=2, inner_order="kji", acc_init="zero")
+    wl = TARGET.workload("matmul:M=64,N=48,K=64")  # A and B rows have different strides
+    inst = TARGET.instance(wl, {})
+    base = dict(loop="sw", tile_i=2, tile_j=2, tile_k=4, acc_i=2, acc_j=2, inner_order="kji", acc_init="zero",
+                dataflow="ws", order="ijk", reuse_a="true", reuse_b="true", buffers_a=2, buffers_b=2,
+                acc_buffers=2, weight_reuse="false", mvin_blocks_a=4, mvin_blocks_b=2, mvout_blocks=1,
+                hoist_config="true", ld_states=3)  # fmt: skip
 
     def ops(**kw: object) -> Counter:
-        return Counter(i.op for i in program_for(wl, dataclasses.replace(base, **kw), CFG, kernel).instrs)
+        return Counter(i.op for i in TARGET.lower(inst, mapping(wl, **{**base, **kw})).instrs)
 
-    assert ops(hoist_config=False)["config_ex"] == 4  # one per block
+    assert ops(hoist_config="false")["config_ex"] == 4  # one per block
     one_state = ops(ld_states=1)
     assert one_state["mvin2"] == one_state["mvin3"] == 0 and one_state["config_ld"] > 3
-    reuse = ops(weight_reuse=True)
+    reuse = ops(weight_reuse="true")
     assert reuse["compute_accumulated"] == reuse["compute_preloaded"] > 0  # 2 i tiles share each weight tile
     assert ops(mvin_blocks_a=1)["mvin2"] == 4 * ops()["mvin2"]
 
 
 @pytest.fixture(scope="module")
-def mm512_runs() -> tuple:
-    wl = workload("mm512")
-    return evaluate(wl, None, CFG), evaluate(wl, exo_style(wl, CFG), CFG)
+def mm512() -> tuple:
+    wl = TARGET.workload("mm512")
+    return TARGET.instance(wl, {}), TARGET.reference_mappings(wl, {})
 
 
-def test_exo_style_mm512_is_verified(mm512_runs: tuple) -> None:
-    lib, exo = mm512_runs
-    assert lib.verified is True and exo.verified is True
+def test_exo_style_mm512_is_verified(mm512: tuple) -> None:
+    inst, refs = mm512
+    assert TARGET.evaluate(inst, refs["exo"], Mode.VERIFIED).verified is True
 
 
 @pytest.mark.xfail(
@@ -219,9 +269,10 @@ def test_exo_style_mm512_is_verified(mm512_runs: tuple) -> None:
     "8 B/cycle memory (~16k cycles per B block, 4 blocks), while loop_ws prefetches a whole loop ahead. "
     "Remove this mark when the model or the lowering changes.",
 )
-def test_exo_style_mm512_beats_the_library_in_the_cycle_model(mm512_runs: tuple) -> None:
+def test_exo_style_mm512_beats_the_library_in_the_cycle_model(mm512: tuple) -> None:
     """Reference §8.2: expert (Exo) code runs ~4x faster than the library on the GEMM set."""
-    lib, exo = mm512_runs
+    inst, refs = mm512
+    lib, exo = (TARGET.evaluate(inst, refs[k], Mode.TIMING) for k in ("library", "exo"))
     assert exo.cycles < lib.cycles, (exo.cycles, lib.cycles)
 
 
@@ -234,6 +285,6 @@ def test_exo_style_mm512_beats_the_library_in_the_cycle_model(mm512_runs: tuple)
     ],
 )
 def test_conv_kernel_sizes(spec: str) -> None:
-    wl = workload(spec)
-    assert run(wl, exo_style(wl, CFG))
-    assert run(wl, library_default(wl, CFG))
+    wl = TARGET.workload(spec)
+    for m in TARGET.reference_mappings(wl, {}).values():
+        assert run(wl, m)

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
-from zomboss.targets.gemmini.config import GemminiConfig
-from zomboss.targets.gemmini.default import matmul_program
 from zomboss.targets.gemmini.isa import acc_addr
 from zomboss.targets.gemmini.presets import DEFAULT_PRESET, PRESETS, UnknownPreset, get_preset
 from zomboss.targets.gemmini.simulator import simulate
 from zomboss.targets.gemmini.timing import split_packets
 
-from .conftest import GARB, ONE, prog
+from .conftest import GARB, ONE, library_program, prog
 
 P = get_preset(DEFAULT_PRESET)
 
@@ -153,7 +153,7 @@ def test_reservation_station_capacity_throttles_loads(cfg):
         + [("fence",)]
     )
     normal = cycles(lines, cfg)
-    narrow = cycles(lines, GemminiConfig(rs_ld=1))
+    narrow = cycles(lines, dataclasses.replace(cfg, rs_ld=1))
     assert narrow > 1.3 * normal
 
 
@@ -200,10 +200,48 @@ def test_presets_are_named_and_documented():
 def test_kernel_overhead_shifts_a_kernel_exactly(cfg, shape):
     """The fitting script solves the per-kernel overhead in closed form because it only shifts
     every event of a kernel (all engines start idle at time 0); loop_ws kernels included."""
-    program = matmul_program(*shape, cfg)
+    m, n, k = shape
+    program = library_program(f"matmul:M={m},N={n},K={k}")
 
     def run(overhead: float) -> int:
         preset = P.with_(kernel_overhead=overhead)
         return simulate(program, cfg, None, functional=False, check=False, preset=preset).cycles
 
     assert run(1234.0) - run(0.0) == 1234
+
+
+def _breakdown(lines, cfg, **kw) -> dict[str, int]:
+    r = simulate(prog(*lines), cfg, None, functional=False, check=False, **kw)
+    assert sum(r.breakdown.values()) == r.cycles and min(r.breakdown.values()) >= 0
+    return r.breakdown
+
+
+def test_breakdown_attributes_the_array_stream_to_compute(cfg):
+    b = _breakdown(_blocks(200, new_weights=True) + [("fence",)], cfg)
+    assert b["compute"] > 0.8 * (sum(b.values()) - P.kernel_overhead)
+    assert b["overhead"] >= P.kernel_overhead  # the invocation before the first command
+
+
+def test_breakdown_attributes_loads_and_stores_to_memory(cfg):
+    lines = (
+        [("config_ld", 0, 64, 0, 16, 1, ONE), ("config_st", 16, 0, ONE, 0, 0, 0, 0, 0, 0, 0, 0, 0)]
+        + [("mvin", 0x10000 + 1024 * t, 16 * t, 16, 16) for t in range(64)]  # 16-byte rows: latency bound
+        + [("mvout", 0x80000 + 256 * t, acc_addr(0), 16, 16) for t in range(8)]
+        + [("fence",)]
+    )
+    b = _breakdown(lines, cfg)
+    assert b["compute"] == 0 and b["memory"] > 0.8 * (sum(b.values()) - b["overhead"])
+
+
+def test_breakdown_of_a_kernel_shifts_only_its_overhead(cfg):
+    program = library_program("matmul:M=128,N=64,K=128")
+
+    def parts(overhead: float) -> dict[str, int]:
+        return simulate(
+            program, cfg, None, functional=False, check=False, preset=P.with_(kernel_overhead=overhead)
+        ).breakdown
+
+    a, b = parts(0.0), parts(1000.0)
+    assert b["overhead"] - a["overhead"] == 1000 and {k: a[k] for k in ("compute", "memory")} == {
+        k: b[k] for k in ("compute", "memory")
+    }
