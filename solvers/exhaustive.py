@@ -16,7 +16,7 @@ import time
 from ortools.sat.python import cp_model
 from zomboss.solvers.candidates import build_pool
 from zomboss.solvers.guides import SearchState, Simulated
-from zomboss.solvers.search import Runner, SolveResult, verify_winner
+from zomboss.solvers.search import Runner, SolveResult, result_of, verify_winner
 from zomboss.solvers.sizing import SizingModel
 
 from zomboss.errors import ZombossError
@@ -113,26 +113,15 @@ def exhaustive(
         if not complete:
             break
     winner, verification = verify_winner(runner, state)
-    return SolveResult(
-        target=t.name,
-        workload=wl.id,
-        verified=True,
-        cycles=winner.cycles,
-        default_cycles=c0_cycles,
-        mapping=winner.mapping,
-        source=winner.source,
+    return result_of(
+        runner,
+        state,
+        pool,
+        winner,
+        verification,
         simulations=sims,
-        cached=runner.cached,
-        rejected=[],
-        pruned=state.pruned,
-        bound_cycles=t.bound(wl, params),
-        space_bound=pool.lowest_bound(),
-        skeletons=pool.skeleton_count,
         wall_s=time.perf_counter() - t0,
-        breakdown_default=c0_bd,
-        breakdown_best=winner.breakdown,
         guide="exhaustive",
-        verification=verification,
         optimum_cycles=winner.cycles if complete else None,
         legal_mappings=legal,
         complete=complete,

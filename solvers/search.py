@@ -18,6 +18,7 @@ only to `zomboss.target.Target` and `zomboss.mapping`: it knows no machine.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -224,10 +225,8 @@ def solve(
             got = check_proposal(kb, sp, wl.shape, state, p)
             if isinstance(got, Rejection):
                 state.rejected.append(got)
-                try:
+                with contextlib.suppress(MappingError):  # an ill-formed proposal has no key to remember
                     state.rejected_keys.add(sp.mapping(p.values, wl.shape).key())
-                except MappingError:
-                    pass
                 continue
             if got.key() in state.seen():
                 continue
@@ -254,30 +253,56 @@ def solve(
     if store is not None and hasattr(guide, "store_calls"):
         guide.store_calls(store, t.name, wl.id, runner.config)  # one row per LLM call, with its usage
     usage = guide.usage() if hasattr(guide, "usage") else None
-    return SolveResult(
-        target=t.name,
-        workload=wl.id,
-        verified=True,
-        cycles=winner.cycles,
-        default_cycles=c0_cycles,
-        mapping=winner.mapping,
-        source=winner.source,
+    return result_of(
+        runner,
+        state,
+        pool,
+        winner,
+        verification,
         simulations=sims,
-        cached=runner.cached,
-        rejected=state.rejected,
-        pruned=state.pruned,
-        bound_cycles=t.bound(wl, params),
-        space_bound=pool.lowest_bound(),
-        skeletons=pool.skeleton_count,
         wall_s=time.perf_counter() - t_start,
-        breakdown_default=c0_bd,
-        breakdown_best=winner.breakdown,
         guide=guide.name,
         guide_note=str(getattr(guide, "note", "") or ""),
         tokens=tokens if isinstance(tokens, int) else None,
-        verification=verification,
         history=history,
         llm=usage if isinstance(usage, dict) else None,
+    )
+
+
+def result_of(
+    runner: Runner,
+    state: SearchState,
+    pool: Pool,
+    winner: Simulated,
+    verification: list[dict[str, Any]],
+    *,
+    simulations: int,
+    wall_s: float,
+    guide: str,
+    **extra: Any,
+) -> SolveResult:
+    """The SolveResult of a finished search (guided or exhaustive)."""
+    return SolveResult(
+        target=runner.t.name,
+        workload=runner.wl.id,
+        verified=True,
+        cycles=winner.cycles,
+        default_cycles=state.default.cycles,
+        mapping=winner.mapping,
+        source=winner.source,
+        simulations=simulations,
+        cached=runner.cached,
+        rejected=state.rejected,
+        pruned=state.pruned,
+        bound_cycles=runner.t.bound(runner.wl, runner.params),
+        space_bound=pool.lowest_bound(),
+        skeletons=pool.skeleton_count,
+        wall_s=wall_s,
+        breakdown_default=state.default.breakdown,
+        breakdown_best=winner.breakdown,
+        guide=guide,
+        verification=verification,
+        **extra,
     )
 
 

@@ -203,21 +203,7 @@ class Store:
         rec = cur.fetchone()
         if rec is None:
             return None
-        try:
-            return Trial(
-                rec[0],
-                rec[1],
-                int(rec[2]),
-                rec[3],
-                None if rec[4] is None else bool(rec[4]),
-                rec[5],
-                rec[6],
-                rec[7],
-                json.loads(rec[8]),
-            )
-        except (ValueError, TypeError) as e:
-            _warn(f"{self.path}: ignoring an unreadable trial row ({e})")
-            return None
+        return self._trial(rec)
 
     def put_trial(
         self,
@@ -261,23 +247,28 @@ class Store:
             "WHERE target=? AND workload=? AND config=? ORDER BY created",
             (target, workload, config),
         ):
-            try:
-                out.append(
-                    Trial(
-                        rec[0],
-                        rec[1],
-                        int(rec[2]),
-                        rec[3],
-                        None if rec[4] is None else bool(rec[4]),
-                        rec[5],
-                        rec[6],
-                        rec[7],
-                        json.loads(rec[8]),
-                    )
-                )
-            except (ValueError, TypeError) as e:
-                _warn(f"{self.path}: skipping an unreadable trial row ({e})")
+            t = self._trial(rec)
+            if t is not None:
+                out.append(t)
         return out
+
+    def _trial(self, rec: tuple[Any, ...]) -> Trial | None:
+        """A trials row as a record; an undecodable one is skipped with a warning."""
+        try:
+            return Trial(
+                rec[0],
+                rec[1],
+                int(rec[2]),
+                rec[3],
+                None if rec[4] is None else bool(rec[4]),
+                rec[5],
+                rec[6],
+                rec[7],
+                json.loads(rec[8]),
+            )
+        except (ValueError, TypeError) as e:
+            _warn(f"{self.path}: skipping an unreadable trial row ({e})")
+            return None
 
     def forget(self, target: str, workload: str, config: str) -> None:
         """`--fresh`: drop an instance's trials and summaries."""
