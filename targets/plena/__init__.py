@@ -43,7 +43,7 @@ from .simulator import DOC, PlenaConfig, PlenaRun, simulate
 from .simulator import trace as sim_trace
 from .suite import SCHEMAS, SUITE, check_shape, workload
 from .timing import DEFAULT_MODES
-from .verify import PLENA_ATOL, PLENA_MIN_RATE, STRICT_STD, PlenaInstance, Verification, verify
+from .verify import PLENA_ATOL, PLENA_MIN_RATE, STRICT_STD, PlenaInstance, Verification, output_diff, verify
 
 Params = Mapping[str, int]
 
@@ -198,8 +198,9 @@ class PlenaTarget:
             )
         wl, layout, meta = X.read_sidecar(side)
         written_for = {k: v for k, v in (meta.get("params") or {}).items() if cfg.params.get(k) != v}
-        inst = self.instance(wl, params)
-        others = [self.instance(wl, params, i) for i in range(1, self.extra_seeds + 1)]
+        seed = int(meta.get("seed", 0))  # the direct-generation baseline asks for unseen seeds
+        inst = self.instance(wl, params, seed)
+        others = [self.instance(wl, params, seed + i) for i in range(1, self.extra_seeds + 1)]
         ver = verify(Kernel(program, layout), [inst, *others])
         bound = lower_bound(wl, cfg.params)
         return KernelResult(
@@ -216,6 +217,8 @@ class PlenaTarget:
                 "breakdown": dict(ver.run.breakdown),
                 **_run_report(ver.run),
                 **_gates(ver),
+                **output_diff(ver.run, layout, inst.reference),
+                "seed": seed,
                 "bound": _bound_json(bound),
                 **({"written_for_other_params": written_for} if written_for else {}),
             },

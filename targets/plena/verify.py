@@ -170,6 +170,26 @@ def check_output(seed: int, run: PlenaRun, layout: KernelLayout, ref: np.ndarray
     )
 
 
+def output_diff(run: PlenaRun, layout: KernelLayout, ref: np.ndarray, max_rows: int = 16) -> dict[str, Any]:
+    """How close a run's output is to the reference, without revealing the reference: the
+    share of output elements within the strict gate's tolerance (`match_fraction`) and, for
+    the first `max_rows` rows with a mismatch, the row, its largest absolute error and how
+    many of its elements miss (`diff`)."""
+    o = layout.output
+    out = run.vram_tensor(o.base, o.rows, o.cols, o.phys_rows).astype(np.float64)
+    ref64 = ref.astype(np.float64)
+    std = float(np.std(ref64)) if ref64.size else 0.0
+    err = np.abs(out - ref64)
+    bad = ~(err <= STRICT_STD * std + STRICT_RTOL * np.abs(ref64))  # NaN/Inf count as misses
+    match = float(1.0 - np.mean(bad)) if bad.size else 1.0
+    rows = []
+    for r in np.flatnonzero(bad.any(axis=1))[:max_rows]:
+        row_err = err[r]
+        worst = float(np.nanmax(row_err)) if np.isfinite(row_err).any() else float("inf")
+        rows.append({"row": int(r), "max_abs_err": worst, "mismatching": int(bad[r].sum())})
+    return {"match_fraction": match, "mismatching_rows": int(bad.any(axis=1).sum()), "diff": rows}
+
+
 class PlenaInstance:
     """A workload made concrete for one seed (`zomboss.target.Instance`): its raw inputs, the
     golden reference computed from their MXFP8-quantized form, and the HBM image and FP SRAM

@@ -115,6 +115,25 @@ def test_simulate_file_verifies_with_the_sidecar_and_times_without(tmp_path: Pat
     assert bare.verified is None and bare.cycles == d.cycles and "no sidecar" in bare.extra["verify_reason"]
 
 
+def test_simulate_file_honours_the_sidecar_seed_and_reports_the_diff(tmp_path: Path) -> None:
+    wl = workload("sm_16x64")
+    out = TARGET.export(wl, tmp_path / "sm.asm", {})
+    side = sidecar_path(out)
+    data = json.loads(side.read_text())
+    data["seed"] = 5  # as the direct-generation baseline writes it
+    side.write_text(json.dumps(data))
+    r = TARGET.simulate_file(out, {})
+    assert r.verified is True and [g["seed"] for g in r.extra["gates"]] == [5, 6] and r.extra["seed"] == 5
+    assert r.extra["match_fraction"] == 1.0 and r.extra["diff"] == [] and r.extra["mismatching_rows"] == 0
+    data["layout"]["vram"]["output"]["base"] += 64  # point at the wrong rows
+    side.write_text(json.dumps(data))
+    bad = TARGET.simulate_file(out, {})
+    assert bad.verified is False and bad.extra["match_fraction"] < 1.0 and bad.extra["diff"]
+    row = bad.extra["diff"][0]
+    assert set(row) == {"row", "max_abs_err", "mismatching"} and row["mismatching"] >= 1
+    assert len(bad.extra["diff"]) <= 16 and bad.extra["mismatching_rows"] >= len(bad.extra["diff"])
+
+
 def test_export_of_a_mapping_writes_its_lowering(tmp_path: Path) -> None:
     wl = workload("rope_64x128")
     lib = TARGET.reference_mappings(wl, {})["library"]
