@@ -40,7 +40,7 @@ def skeletons(kb: KB, op: str, shape: Mapping[str, int], limit: int = 0) -> Iter
     facts = F.render([F.MvalFact(F.Text(k), int(v)) for k, v in shape.items() if k in keys])
     ctl = clingo.Control(["--warn=none", f"--models={limit}"])
     ctl.add("base", [], _program(kb, op) + facts + f"\nenumerate({F.term(F.Sym(op))}).\n")
-    ctl.ground([("base", [])])
+    ctl.ground([("base", [])], context=asp._NoFunctions())  # no @f(...) term may call into Python
     with ctl.solve(yield_=True) as handle:
         for model in handle:
             chosen = {}

@@ -23,25 +23,19 @@ class DocError(ZombossError):
     """A doc that cannot be read or is inconsistent; the message starts with file:line:col."""
 
 
+NAME = r"[A-Za-z_][A-Za-z0-9_]*"  # the grammar's NAME terminal
+
+
 def grammar_text() -> str:
     return resources.files("zomboss.grammar").joinpath("archdoc.lark").read_text()
 
 
 @functools.cache
 def _parser() -> Lark:
-    """The LALR parser. Lark keeps its analysed tables in the KB cache folder (validated
-    against the grammar's hash on load), which saves ~0.3 s per process."""
-    import hashlib
-
-    from zomboss.cache import cache_root
-
-    text = grammar_text()
-    cache = cache_root() / f"archdoc-lalr-{hashlib.sha256(text.encode()).hexdigest()[:16]}.cache"
-    try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        return Lark(text, parser="lalr", propagate_positions=True, maybe_placeholders=False, cache=str(cache))
-    except OSError:  # read-only home: analyse the grammar every time
-        return Lark(text, parser="lalr", propagate_positions=True, maybe_placeholders=False)
+    """The LALR parser, analysed once per process (~0.3 s). Lark's own file cache is not
+    used: it is a pickle, and anything in the cache folder may have been planted; the
+    analysis is only needed when a KB is (re)built, never on a cached load."""
+    return Lark(grammar_text(), parser="lalr", propagate_positions=True, maybe_placeholders=False)
 
 
 _FENCE = re.compile(r"^ {0,3}(```+|~~~+)\s*(.*?)\s*$")
@@ -121,8 +115,10 @@ def _syntax_error(e: UnexpectedInput, path: str, first_line: int) -> DocError:
 
 def parse_doc(text: str, path: str) -> dm.Doc:
     """Parse a whole Markdown ISA doc; raises DocError with a location on any problem."""
+    if len(text) > dm.MAX_DOC_BYTES:
+        raise DocError(f"{path}:1: the doc is larger than the {dm.MAX_DOC_BYTES >> 20} MB a doc may have")
     blocks, examples = split_fences(text, path)
-    doc = dm.Doc(path=path, examples=examples)
+    doc = dm.Doc(path=path, examples=examples, blocks=len(blocks))
     for first_line, body in blocks:
         try:
             tree = _parser().parse(body + "\n")
@@ -142,8 +138,13 @@ def parse_file(path: Path) -> dm.Doc:
     return parse_doc(text, str(path))
 
 
-def _int(tok: str) -> int:
-    return int(tok, 16) if tok[:2] in ("0x", "0X") else int(tok, 10)
+def _int(tok: str) -> int | None:
+    """The value of an INT token, or None beyond the integer limit (MAX_BITS)."""
+    digits = len(tok) - 2 if tok[:2] in ("0x", "0X") else len(tok)
+    if digits > ex.MAX_BITS:  # far beyond the limit in any base; never parse a huge literal
+        return None
+    v = int(tok, 16) if tok[:2] in ("0x", "0X") else int(tok, 10)
+    return v if v.bit_length() <= ex.MAX_BITS else None
 
 
 class _Builder:
@@ -151,6 +152,7 @@ class _Builder:
 
     def __init__(self, doc: dm.Doc, path: str, first_line: int) -> None:
         self.doc, self.path, self.first = doc, path, first_line
+        self._depth = 0
 
     def loc(self, t: Tree | Token) -> dm.Loc:
         if isinstance(t, Token):
@@ -159,12 +161,24 @@ class _Builder:
 
     # -- expressions --------------------------------------------------------------------
     def expr(self, t: Tree | Token) -> ex.Expr:
+        self._depth += 1
+        try:
+            if self._depth > ex.MAX_DEPTH:
+                raise DocError(f"{self.loc(t).pos}: expression nested more than {ex.MAX_DEPTH} deep (the limit)")
+            return self._expr(t)
+        finally:
+            self._depth -= 1
+
+    def _expr(self, t: Tree | Token) -> ex.Expr:
         if isinstance(t, Token):
             raise DocError(f"{self.loc(t).pos}: unexpected {t!s}")
         k = t.data
         c = t.children
         if k == "int":
-            return ex.Int(_int(str(c[0])))
+            v = _int(str(c[0]))
+            if v is None:
+                raise DocError(f"{self.loc(c[0]).pos}: integer literal beyond the {ex.MAX_BITS}-bit limit")
+            return ex.Int(v)
         if k == "ref":
             return ex.Ref(tuple(str(x) for x in c))
         if k == "sym":
@@ -174,11 +188,13 @@ class _Builder:
             return ex.Sym(name)
         if k in ("or_expr", "and_expr", "bor", "band"):
             op = {"or_expr": "or", "and_expr": "and", "bor": "|", "band": "&"}[k]
+            self._chain(t, len(c))
             out = self.expr(c[0])
             for x in c[1:]:
                 out = ex.Bin(op, out, self.expr(x))
             return out
         if k in ("shift", "sum", "product"):
+            self._chain(t, (len(c) + 1) // 2)
             out = self.expr(c[0])
             for op_tok, x in zip(c[1::2], c[2::2], strict=True):
                 out = ex.Bin(str(op_tok), out, self.expr(x))
@@ -205,6 +221,11 @@ class _Builder:
                 raise DocError(f"{self.loc(c[0]).pos}: {fn} takes {ex.FUNCS[fn]} argument(s), got {len(args)}")
             return ex.Call(fn, args)
         raise DocError(f"{self.loc(t).pos}: unexpected {k}")
+
+    def _chain(self, t: Tree, n: int) -> None:
+        """`a + b + c ...` becomes a left-nested chain n - 1 deep."""
+        if self._depth + n - 1 > ex.MAX_DEPTH:
+            raise DocError(f"{self.loc(t).pos}: expression nested more than {ex.MAX_DEPTH} deep (the limit)")
 
     @staticmethod
     def _doc(children: list) -> str:

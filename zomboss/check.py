@@ -7,12 +7,16 @@ the program's facts; a disagreement is an internal error, never silently ignored
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from zomboss import asp
+from zomboss import expr as ex
 from zomboss.errors import WorkloadError, ZombossError
 from zomboss.knowledge import KB, load_kb
 from zomboss.legality import Checker, Violation, mapping_violations, parse_program
@@ -24,30 +28,35 @@ from zomboss.target import doc_path, get_target, target_names
 class CheckReport:
     kind: str  # "program" | "mapping"
     path: str
-    violations: list[Violation] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)  # the first MAX_REPORTED of them
     checked: int = 0
     core: list[str] = field(default_factory=list)
-    python_only: int = 0  # instructions whose values exceed clingo's 32-bit integers
+    python_only: int = 0  # instructions (constraints) whose values exceed clingo's 32-bit integers
     asp_checked: int = 0  # instructions clingo cross-checked (a prefix of long programs)
+    total: int = 0  # violations found (more than `violations` holds when there are very many)
+
+    def __post_init__(self) -> None:
+        self.total = max(self.total, len(self.violations))
 
     @property
     def legal(self) -> bool:
         return not self.violations
 
     def text(self) -> str:
+        what = "instructions" if self.kind == "program" else "constraints"
         note = (
-            f"; {self.python_only} with values beyond 32 bits checked by the Python predicates only"
-            if self.python_only
-            else ""
+            f"; {self.python_only} {what} with values beyond 32 bits checked by Python only" if self.python_only else ""
         )
         if self.kind == "program" and self.asp_checked < self.checked:
             note += f"; clingo cross-checked the first {self.asp_checked} (--asp-limit 0 for all)"
         if self.legal:
-            return f"{self.path}: legal ({self.checked} {'instructions' if self.kind == 'program' else 'constraints'} checked{note})"
+            return f"{self.path}: legal ({self.checked} {what} checked{note})"
         lines = [str(v) for v in self.violations]
+        if self.total > len(self.violations):
+            lines.append(f"... and {self.total - len(self.violations)} more violation(s) not shown")
         if self.core:
             lines.append(f"conflicting assignments (unsatisfiable core): {', '.join(self.core)}")
-        lines.append(f"{self.path}: illegal: {len(self.violations)} violation(s){note}")
+        lines.append(f"{self.path}: illegal: {self.total} violation(s){note}")
         return "\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
@@ -59,6 +68,7 @@ class CheckReport:
             "python_only": self.python_only,
             "asp_checked": self.asp_checked,
             "violations": [v.to_json() for v in self.violations],
+            "violations_total": self.total,
             **({"core": self.core} if self.core else {}),
         }
 
@@ -72,44 +82,146 @@ def _kb_for(target: str, overrides: Mapping[str, int]) -> KB:
 
 
 ASP_LIMIT = 20_000  # dynamic instructions clingo cross-checks by default (grounding grows ~quadratically with hazards)
+ASP_MAX = 1_000_000  # what clingo cross-checks at most, even with --asp-limit 0 (the facts take ~1 KB each)
+MAX_INSTRUCTIONS = 20_000_000  # default budget of dynamic instructions `kb check` executes (--max-instructions)
+MAX_REPORTED = 1000  # violations a report keeps (the rest are counted)
+PROGRESS_SECONDS = 2.0  # a check running longer reports its progress on stderr this often
+
+
+class LimitError(ZombossError):
+    """A resource budget ran out (the message names the budget and how to raise it)."""
+
+
+class Progress:
+    """Progress of a long check on stderr: silent for the first PROGRESS_SECONDS, then a line
+    every PROGRESS_SECONDS on a terminal (rewritten in place), every 10 s otherwise."""
+
+    def __init__(self, path: str, stream: Any = None, every: float | None = None) -> None:
+        self.path, self.stream = path, stream if stream is not None else sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        # a line every PROGRESS_SECONDS on a terminal (rewritten in place), every 5x that in a log
+        self.every = every if every is not None else PROGRESS_SECONDS * (1 if self.tty else 5)
+        self.t0 = time.monotonic()
+        self.next = self.t0 + PROGRESS_SECONDS if every is None else self.t0 + every
+        self.shown = False
+
+    def __call__(self, n: int, final: bool = False) -> None:
+        now = time.monotonic()
+        if not final and now < self.next:
+            return
+        if final and not self.shown:
+            return
+        self.next = now + self.every
+        rate = n / max(now - self.t0, 1e-9)
+        msg = f"zomboss: {self.path}: {n:,} instructions checked ({rate:,.0f}/s)"
+        end = "\n" if final or not self.tty else ""
+        self.stream.write(("\r" if self.tty else "") + msg + end)
+        self.stream.flush()
+        self.shown = True
 
 
 def check_program_text(
-    kb: KB, text: str, path: str, target: str | None, overrides: Mapping[str, int], asp_limit: int = ASP_LIMIT
+    kb: KB,
+    text: str,
+    path: str,
+    target: str | None,
+    overrides: Mapping[str, int],
+    asp_limit: int = ASP_LIMIT,
+    max_instructions: int = MAX_INSTRUCTIONS,
+    progress: Callable[..., None] | None = None,
 ) -> CheckReport:
-    """Check every dynamic instruction with the Python predicates, and cross-check the first
-    `asp_limit` of them (0: all) with clingo: the facts of a prefix are self-contained, so both
-    must find the same violations there."""
+    """Check every dynamic instruction with the Python predicates as the target's tracer
+    produces them (streamed: memory does not grow with the program's length), and cross-check
+    the first `asp_limit` of them (0: all, up to ASP_MAX) with clingo: the facts of a prefix
+    are self-contained, so both must find the same violations there. At most
+    `max_instructions` are executed (LimitError beyond)."""
+    if max_instructions < 1:
+        raise ZombossError(f"--max-instructions {max_instructions}: must be at least 1")
+    if asp_limit < 0:
+        raise ZombossError(f"--asp-limit {asp_limit}: must be 0 (all) or more")
+    limit = min(asp_limit or ASP_MAX, ASP_MAX, max_instructions)
     if target in target_names():
         t = get_target(target)
         program = t.read_program(Path(path), overrides) if Path(path).exists() else parse_program(kb, text, path)
-        events = list(t.trace(program, overrides))
     else:
         program = parse_program(kb, text, path)
-        events = [(i, {}) for i in program.instrs]
-    checker = Checker(kb)
-    checker.record = True
-    found = checker.check(events)
-    found = [Violation(v.rule, v.message, v.doc_loc, v.index, v.line, v.op, v.values, path) for v in found]
-    prefix = checker.events[:asp_limit] if asp_limit else checker.events
+    if len(program.instrs) > max_instructions:
+        raise LimitError(
+            f"{path}: {len(program.instrs):,} instructions, more than the {max_instructions:,} kb check executes "
+            "(raise it with --max-instructions N)"
+        )
+    events: Iterable[tuple[Any, Mapping[int, int] | None]] = (
+        t.trace(program, overrides) if target in target_names() else ((i, {}) for i in program.instrs)
+    )
+    checker = Checker(kb, record=True)
+    checker.record_limit = limit
+    shown: list[Violation] = []
+    total = 0
+    in_prefix: set[tuple[str, int]] = set()  # Python's (rule, position) in the cross-checked prefix
+    n = 0
+    recording = True  # clingo cross-checks the instructions stepped while events are recorded
+    for instr, regs in events:
+        if n >= max_instructions:
+            raise LimitError(
+                f"{path}: the program executes more than {max_instructions:,} instructions, the kb check budget "
+                "(raise it with --max-instructions N)"
+            )
+        for v in checker.step(instr, regs):
+            total += 1
+            if len(shown) < MAX_REPORTED:
+                shown.append(Violation(v.rule, v.message, v.doc_loc, v.index, v.line, v.op, v.values, path))
+            if recording:
+                in_prefix.add((v.rule, v.index))
+        n += 1
+        if recording and len(checker.events) >= limit:
+            recording = False
+        if progress is not None and not n & 0xFFFF:
+            progress(n)
+    if progress is not None:
+        progress(n, final=True)
+    prefix = checker.events
     blind = {p - 1 for p in asp.asp_blind(kb, prefix)}
+    # isa.* checks (arity, evaluation failures, state indexes) are the Python checker's own
+    isa = {i for r, i in in_prefix if r.startswith("isa.")}
     by_asp = {(v.rule, v.pos - 1) for v in asp.check_program(kb, asp.program_facts(kb, prefix))}
-    by_py = {
-        (v.rule, v.index)
-        for v in found
-        if not v.rule.startswith("isa.") and v.index not in blind and v.index < len(prefix)
-    }
+    by_asp = {(r, i) for r, i in by_asp if i not in blind and i not in isa}
+    by_py = {(r, i) for r, i in in_prefix if i not in blind and i not in isa}
     if by_asp != by_py:
         diff = sorted(by_asp ^ by_py)[:5]
         raise ZombossError(f"internal inconsistency between the Python and ASP checkers on {path}: {diff}")
-    return CheckReport("program", path, found, len(events), python_only=len(blind), asp_checked=len(prefix))
+    return CheckReport("program", path, shown, n, python_only=len(blind), asp_checked=len(prefix), total=total)
+
+
+def _shape(data: Any, path: str) -> dict[str, int]:
+    if not isinstance(data, Mapping):
+        raise WorkloadError(f"{path}: 'shape' must be an object of integer workload keys")
+    out = {}
+    for k, v in data.items():
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise WorkloadError(f"{path}: workload key {k!r} must be an integer, got {_show_json(v)}")
+        if not 0 <= v <= MAX_SHAPE:
+            raise WorkloadError(f"{path}: workload key {k!r} = {v} is outside 0..{MAX_SHAPE}")
+        out[str(k)] = v
+    return out
+
+
+MAX_SHAPE = (1 << 31) - 1  # workload keys are sizes: they must fit 32 bits
+
+
+def _show_json(v: Any) -> str:
+    try:
+        text = json.dumps(v)
+    except (TypeError, ValueError, RecursionError):
+        text = type(v).__name__
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def mapping_values(kb: KB, data: Mapping[str, Any], path: str, target: str) -> tuple[str, dict[str, int | str]]:
     """The op and the flat knob/workload-key values of a mapping file: `{"workload": ID or
     SPEC, "mapping": {"op": ..., "knobs": {...}}}` (the `mapping` that `default --json`
     prints), or `"op"` and `"shape"` instead of `"workload"` for a doc that is not a target.
-    Inactive conditional knobs may be omitted; out-of-domain values are reported by the check."""
+    Inactive conditional knobs may be omitted; out-of-domain values are reported by the check,
+    ill-typed ones (a string for an integer knob) are errors."""
     if not isinstance(data, Mapping) or "mapping" not in data:
         raise WorkloadError(f"{path}: expected a JSON object with 'workload' and 'mapping'")
     mapping = data["mapping"]
@@ -118,20 +230,33 @@ def mapping_values(kb: KB, data: Mapping[str, Any], path: str, target: str) -> t
             f'{path}: \'mapping\' must be {{"op": ..., "knobs": {{...}}}} (the form `zomboss default --json` prints)'
         )
     if "workload" in data and target in target_names():
-        wl = get_target(target).workload(str(data["workload"]))
+        if not isinstance(data["workload"], str):
+            raise WorkloadError(f"{path}: 'workload' must be a suite id or spec, got {_show_json(data['workload'])}")
+        wl = get_target(target).workload(data["workload"])
         op, shape = wl.op, dict(wl.shape)
     elif "op" in data and isinstance(data.get("shape"), Mapping):
-        op, shape = str(data["op"]), dict(data["shape"])
+        op, shape = str(data["op"]), _shape(data["shape"], path)
     else:
         raise WorkloadError(f"{path}: give 'workload' (a suite id or spec) or 'op' and 'shape'")
     if mapping.get("op") not in (None, op):
-        raise WorkloadError(f"{path}: the mapping is for {mapping['op']!r} but the workload is {op!r}")
+        raise WorkloadError(f"{path}: the mapping is for {_show_json(mapping['op'])} but the workload is {op!r}")
+    if kb.mapping_space(op) is None:
+        ops = ", ".join(m.op for m in kb.doc.mappings) or "none"
+        raise WorkloadError(f"{path}: {kb.target} has no mapping space for op {op!r} (ops: {ops})")
     sp = space(kb, op)
+    kinds = {k.name: k for k in sp.knobs}
     for k, v in mapping["knobs"].items():
-        if isinstance(v, bool):
+        knob = kinds.get(k)
+        if isinstance(v, bool) and (knob is None or knob.boolean):
             continue
+        if knob is not None and knob.symbolic and not isinstance(v, str):
+            raise WorkloadError(f"{path}: knob {k!r} must be one of {knob.domain()}, got {_show_json(v)}")
+        if knob is not None and not knob.symbolic and (isinstance(v, bool) or not isinstance(v, int)):
+            raise WorkloadError(f"{path}: knob {k!r} must be an integer ({knob.domain()}), got {_show_json(v)}")
         if not isinstance(v, int | str):
-            raise WorkloadError(f"{path}: knob {k!r} must be an integer or a symbol, got {json.dumps(v)}")
+            raise WorkloadError(f"{path}: knob {k!r} must be an integer or a symbol, got {_show_json(v)}")
+        if isinstance(v, int) and abs(v).bit_length() > ex.MAX_BITS:
+            raise WorkloadError(f"{path}: knob {k!r} is beyond the {ex.MAX_BITS}-bit integer limit")
     try:
         values = sp.complete(mapping["knobs"], shape, path)
     except MappingError as e:
@@ -142,32 +267,95 @@ def mapping_values(kb: KB, data: Mapping[str, Any], path: str, target: str) -> t
 
 
 def check_mapping_values(kb: KB, op: str, values: Mapping[str, int | str], path: str) -> CheckReport:
+    """The constraints a mapping breaks, by the Python predicates and by clingo (which must
+    agree, except on constraints whose values exceed clingo's integers: Python decides those)."""
     space = kb.mapping_space(op)
-    assert space is not None
+    if space is None:
+        raise ZombossError(f"{kb.target} has no mapping space for op {op!r}")
     out = [
         Violation(v.rule, v.message, v.doc_loc, 0, 0, op, v.values, path) for v in mapping_violations(kb, op, values)
     ]
-    by_py = {v.rule for v in out if not v.rule.endswith(".range")}  # ASP checks constraints, not knob domains
-    by_asp = set(asp.check_mapping(kb, op, values))
+    if any(v.rule.endswith(".missing") for v in out):
+        return CheckReport("mapping", path, out, len(space.constraints) + len(space.knobs))
+    blind = asp.mapping_blind(kb, op, values)
+    # ASP checks constraints, not knob domains
+    constraints = {c.id for c in space.constraints}
+    by_py = {v.rule for v in out if v.rule in constraints} - blind
+    by_asp = set(asp.check_mapping(kb, op, values)) - blind
     if by_asp != by_py:
         raise ZombossError(
             f"internal inconsistency between the Python and ASP mapping checks: {sorted(by_asp ^ by_py)}"
         )
-    core = asp.mapping_core(kb, op, values) if by_asp else []
-    return CheckReport("mapping", path, out, len(space.constraints) + len(space.knobs), core)
+    core = asp.mapping_core(kb, op, values) if by_asp and not blind else []
+    return CheckReport("mapping", path, out, len(space.constraints) + len(space.knobs), core, python_only=len(blind))
 
 
-def check_file(target: str, path: Path, overrides: Mapping[str, int], asp_limit: int = ASP_LIMIT) -> CheckReport:
-    kb = _kb_for(target, overrides)
+MAX_PROGRAM_BYTES = 256 << 20  # a program or mapping file larger than this is refused
+MAX_JSON_DEPTH = 64  # nesting a mapping file may have
+
+
+def read_input(path: Path) -> str:
+    """The text of a program or mapping file, or one clear error naming it."""
     try:
-        text = path.read_text(encoding="utf-8")
+        if path.is_file() and path.stat().st_size > MAX_PROGRAM_BYTES:
+            raise ZombossError(f"{path}: larger than the {MAX_PROGRAM_BYTES >> 20} MB kb check reads")
+        return path.read_text(encoding="utf-8")
     except OSError as e:
-        raise ZombossError(f"{path}: cannot read: {e.strerror}") from None
+        raise ZombossError(f"{path}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise ZombossError(
+            f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); expected a program or a mapping"
+        ) from None
+
+
+def load_json(text: str, path: str) -> Any:
+    """Parse a JSON input file; every failure (syntax, nesting beyond MAX_JSON_DEPTH, a
+    number too long to read) is one WorkloadError naming the file."""
+    depth = _json_depth(text)
+    if depth > MAX_JSON_DEPTH:
+        raise WorkloadError(f"{path}: JSON nested {depth} deep (at most {MAX_JSON_DEPTH})")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise WorkloadError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
+    except (ValueError, RecursionError) as e:
+        raise WorkloadError(f"{path}: unreadable JSON: {e}") from None
+
+
+def _json_depth(text: str) -> int:
+    """Maximal bracket nesting outside strings (cheap; json.loads would recurse)."""
+    depth = best = 0
+    for m in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[{]|[\]}]', text):
+        c = m.group(0)
+        if c in "[{":
+            depth += 1
+            best = max(best, depth)
+        elif c in "]}":
+            depth -= 1
+    return best
+
+
+def check_file(
+    target: str,
+    path: Path,
+    overrides: Mapping[str, int],
+    asp_limit: int = ASP_LIMIT,
+    max_instructions: int = MAX_INSTRUCTIONS,
+    progress: bool = True,
+) -> CheckReport:
+    kb = _kb_for(target, overrides)
+    text = read_input(path)
     if path.suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise WorkloadError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
+        data = load_json(text, str(path))
         op, values = mapping_values(kb, data, str(path), target)
         return check_mapping_values(kb, op, values, str(path))
-    return check_program_text(kb, text, str(path), target if target in target_names() else None, overrides, asp_limit)
+    return check_program_text(
+        kb,
+        text,
+        str(path),
+        target if target in target_names() else None,
+        overrides,
+        asp_limit,
+        max_instructions,
+        Progress(str(path)) if progress else None,
+    )

@@ -97,7 +97,9 @@ def cmd_kb_query(args: argparse.Namespace) -> int:
 def cmd_kb_check(args: argparse.Namespace) -> int:
     from zomboss.check import check_file
 
-    report = check_file(args.target, Path(args.file), _param_overrides(args.param), args.asp_limit)
+    report = check_file(
+        args.target, Path(args.file), _param_overrides(args.param), args.asp_limit, args.max_instructions
+    )
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:
@@ -179,14 +181,10 @@ def cmd_space(args: argparse.Namespace) -> int:
 def _read_mapping(t: Any, wl: Any, path: Path, params: dict[str, int]) -> Any:
     """A mapping file: the `mapping` object `default --json` prints, or a `kb check` file
     (`{"workload": ..., "mapping": {...}}`)."""
+    from zomboss.check import load_json, read_input
     from zomboss.mapping import space
 
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ZombossError(f"{path}: cannot read: {e.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ZombossError(f"{path}: not a JSON mapping ({e})") from None
+    data = load_json(read_input(path), str(path))
     if isinstance(data, dict) and "mapping" in data:
         if "workload" in data and t.workload(str(data["workload"])).shape != wl.shape:
             raise ZombossError(f"{path}: the mapping is for workload {data['workload']!r}, not {wl.id!r}")
@@ -457,6 +455,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="clingo cross-checks the first N executed instructions (0: all)",
     )
+    c.add_argument(
+        "--max-instructions",
+        type=int,
+        default=20_000_000,
+        metavar="N",
+        help="stop after N executed instructions (default 20,000,000; hardware loops count every iteration)",
+    )
     c.set_defaults(fn=cmd_kb_check)
 
     w = sub.add_parser("workloads", parents=[common], help="list the suite instances")
@@ -559,6 +564,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("zomboss: interrupted", file=sys.stderr)
         return 130
+    except RecursionError:
+        print("zomboss: input nested too deeply to process (see docs/archdoc.md, Limits)", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print(
+            "zomboss: out of memory (an input beyond the documented limits? see docs/archdoc.md, Limits)",
+            file=sys.stderr,
+        )
+        return 2
     except Exception as e:  # noqa: BLE001 - internal bugs: one line, traceback on request
         if os.environ.get("ZOMBOSS_DEBUG"):
             raise

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from zomboss.expr import Expr
+from zomboss.expr import Expr, substitute
+
+MAX_DOC_BYTES = 8 << 20  # an ISA doc larger than this is refused (the shipped ones are ~100 KB)
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,3 +202,37 @@ class Doc:
     workloads: list[WorkloadDecl] = field(default_factory=list)
     mappings: list[MappingSpace] = field(default_factory=list)
     examples: list[Example] = field(default_factory=list)
+    blocks: int = 0  # ```isa blocks read
+
+
+RECORDS = (
+    Loc,
+    Param,
+    Memory,
+    RegFile,
+    Layout,
+    State,
+    Operand,
+    Access,
+    Uses,
+    Setter,
+    Instr,
+    Rule,
+    Hazard,
+    Knob,
+    Constraint,
+    Cost,
+    MappingSpace,
+    WorkloadDecl,
+    Example,
+    Doc,
+)  # every record class of a parsed doc (what the KB cache stores)
+
+
+def inline_lets(ins: Instr, e: Expr) -> Expr:
+    """`e` with the instruction's lets substituted (each let may use the earlier ones); the
+    result shares the lets' sub-expressions (see `expr.measure` for its size as a tree)."""
+    env: dict[str, Expr] = {}
+    for name, val in ins.lets:
+        env[name] = substitute(val, env)
+    return substitute(e, env)

@@ -6,12 +6,14 @@ operand names and messages become strings. Nothing else in the code base writes 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from typing import ClassVar
 
 import clingo
+
+from zomboss.errors import ZombossError
+from zomboss.expr import ASP_KEYWORDS, ASP_MAX, ASP_MIN, is_constant
 
 
 class Sym(str):
@@ -22,19 +24,33 @@ class Text(str):
     """An ASP string."""
 
 
-_CONST = re.compile(r"^[a-z_][A-Za-z0-9_']*$")
+class AspRangeError(ZombossError):
+    """An integer that clingo's 32-bit integers cannot hold was about to be rendered."""
 
 
-def term(v: object) -> str:
+__all__ = ["ASP_KEYWORDS", "is_constant"]
+
+
+def fits(v: int) -> bool:
+    return ASP_MIN <= v <= ASP_MAX
+
+
+def term(v: object, wide: bool = False) -> str:
+    """ASP text of a value. Integers beyond 32 bits raise AspRangeError, or with `wide`
+    become the string of their digits (KB facts: `param(max_bytes,"4294967297")`); a Sym
+    that is no clingo constant becomes a string, so rendering never yields text clingo
+    cannot parse."""
     if isinstance(v, bool):
         return "1" if v else "0"
     if isinstance(v, int):
-        return str(v)
+        if ASP_MIN <= v <= ASP_MAX:
+            return str(v)
+        if wide:
+            return str(clingo.String(str(v)))
+        raise AspRangeError(f"the value {v} does not fit clingo's 32-bit integers")
     if isinstance(v, Sym):
         s = v.lower()
-        if not _CONST.match(s):
-            return str(clingo.String(str(v)))
-        return s
+        return s if is_constant(s) else str(clingo.String(s))
     if isinstance(v, Text | str):
         return str(clingo.String(str(v)))
     raise TypeError(f"cannot render {v!r} as an ASP term")
@@ -44,8 +60,15 @@ def term(v: object) -> str:
 class Fact:
     pred: ClassVar[str]
 
-    def asp(self) -> str:
-        return f"{self.pred}({','.join(term(getattr(self, f.name)) for f in fields(self))})."
+    def asp(self, wide: bool = False) -> str:
+        return f"{self.pred}({','.join(term(getattr(self, f.name), wide) for f in fields(self))})."
+
+    def is_wide(self) -> bool:
+        """Whether some integer argument is beyond clingo's integers (rendered as a string)."""
+        return any(
+            isinstance(x, int) and not isinstance(x, bool) and not fits(x)
+            for x in (getattr(self, f.name) for f in fields(self))
+        )
 
 
 @dataclass(frozen=True)
@@ -346,5 +369,5 @@ class MsymFact(Fact):
     value: Sym
 
 
-def render(facts: Sequence[Fact]) -> str:
-    return "\n".join(f.asp() for f in facts)
+def render(facts: Sequence[Fact], wide: bool = False) -> str:
+    return "\n".join(f.asp(wide) for f in facts)

@@ -9,21 +9,26 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import json
 import os
-import pickle
-from collections.abc import Mapping
+import re
+import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from zomboss import docmodel as dm
 from zomboss import expr as ex
-from zomboss.archdoc import DocError, grammar_text, parse_doc
-from zomboss.cache import atomic_write, cache_root
+from zomboss.archdoc import NAME, DocError, grammar_text, parse_doc
+from zomboss.cache import RecordCodec, RecordError, atomic_write, cache_root, warn_once
+from zomboss.expr import is_constant
 
-CACHE_FORMAT = 1
-_SOURCES = ("archdoc.py", "asp.py", "docmodel.py", "expr.py", "facts.py", "knowledge.py")
+CACHE_FORMAT = 2  # 2: JSON records (1 was a pickle, never read again)
+_SOURCES = ("archdoc.py", "asp.py", "cache.py", "docmodel.py", "expr.py", "facts.py", "knowledge.py")
+MAX_CACHE_BYTES = 64 << 20  # a cache entry larger than this is not read
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,7 @@ class RegFileInfo:
 
 @dataclass
 class KB:
-    """A built knowledge base. Picklable (the cache stores it whole)."""
+    """A built knowledge base (the cache stores its records as JSON, `_kb_to_json`)."""
 
     target: str
     doc: dm.Doc
@@ -119,6 +124,11 @@ def _eval_params(doc: dm.Doc, overrides: Mapping[str, int]) -> dict[str, int]:
         if k.lower() not in known:
             raise DocError(f"--param {k}: no parameter {k!r} in {doc.path} (parameters: {', '.join(sorted(known))})")
     over = {k.lower(): v for k, v in overrides.items()}
+    for k, v in over.items():
+        try:
+            ex.bounded(v, f"the value {v}")
+        except ex.ExprError as e:
+            raise DocError(f"--param {k}: {e}") from None
     env: dict[str, int] = {}
     for p in doc.params:
         if p.name in env:
@@ -130,18 +140,27 @@ def _eval_params(doc: dm.Doc, overrides: Mapping[str, int]) -> dict[str, int]:
             if r.name not in env:
                 raise DocError(f"{p.loc}: parameter {p.name!r} uses unknown parameter {r.name!r} (define it above)")
         try:
-            v = ex.evaluate(p.expr, env)
+            ex.check_limits(p.expr)
+            val = ex.evaluate(p.expr, env)
         except ex.ExprError as e:
             raise DocError(f"{p.loc}: parameter {p.name!r}: {e}") from None
-        env[p.name] = int(v)  # type: ignore[call-overload]
+        if not isinstance(val, int):
+            raise DocError(f"{p.loc}: parameter {p.name!r}: expected a number, got {ex.show(p.expr)}")
+        env[p.name] = int(val)
     return env
 
 
 def _num(e: ex.Expr, params: Mapping[str, int], where: dm.Loc, what: str) -> int:
     try:
-        return int(ex.evaluate(e, params))  # type: ignore[call-overload]
+        for r in ex.refs(e):
+            if r.name not in params:
+                raise ex.ExprError(f"unknown parameter {r.name!r}")
+        v = ex.evaluate(e, params)
     except ex.ExprError as err:
         raise DocError(f"{where}: {what}: {err}") from None
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise DocError(f"{where}: {what}: expected a number, got {ex.show(e)}")
+    return v
 
 
 def _sym(e: ex.Expr, where: dm.Loc, what: str) -> str:
@@ -179,6 +198,115 @@ def scope_names(kb: KB, ins: dm.Instr) -> set[str]:
     for u in ins.uses:
         names |= {f"{u.alias}.{f}" for f in kb.states[u.state][1]}
     return names
+
+
+def _check_names(doc: dm.Doc) -> None:
+    """Names that become ASP constants (instructions, units, memories, states, layouts,
+    register files, parameters, knob values, ops, element types) must be clingo constants
+    once lower-cased, and distinct once lower-cased: `MVIN` and `mvin` would be one atom."""
+    if not doc.blocks:
+        raise DocError(f"{doc.path}:1: no ```isa blocks: nothing to build (an ISA doc writes its machine in them)")
+    if not doc.instrs:
+        raise DocError(f"{doc.path}:1: the ```isa blocks declare no instruction: nothing to check programs against")
+
+    def constant(name: str, what: str, loc: dm.Loc) -> None:
+        if not is_constant(name):
+            raise DocError(
+                f"{loc.pos}: {what} {name!r} cannot be an ASP constant "
+                "(names that become constants start with a letter and are not 'not')"
+            )
+
+    def distinct(items: list[tuple[str, dm.Loc]], what: str) -> None:
+        seen: dict[str, tuple[str, dm.Loc]] = {}
+        for name, loc in items:
+            constant(name, what, loc)
+            low = name.lower()
+            if low in seen and seen[low][0] != name:
+                first, where = seen[low]
+                raise DocError(
+                    f"{loc.pos}: {what} {name!r} differs from {what} {first!r} ({where}) only by case; "
+                    "the KB writes both as the ASP constant " + repr(low)
+                )
+            seen.setdefault(low, (name, loc))
+
+    distinct([(i.name, i.loc) for i in doc.instrs], "instruction")
+    distinct([(i.unit, i.loc) for i in doc.instrs if i.unit], "unit")
+    distinct([(p.name, p.loc) for p in doc.params], "parameter")
+    for what, recs in (
+        ("memory", doc.memories),
+        ("register file", doc.regfiles),
+        ("layout", doc.layouts),
+        ("state", doc.states),
+    ):
+        distinct([(r.name, r.loc) for r in recs], what)
+    for m in doc.memories:
+        t = m.fields.get("type")
+        if isinstance(t, ex.Ref) and len(t.parts) == 1:
+            constant(t.name, "element type", m.loc)
+    distinct([(w.op, w.loc) for w in doc.workloads], "op")
+    distinct([(ms.op, ms.loc) for ms in doc.mappings], "op")
+    for ms in doc.mappings:
+        for k in ms.knobs:
+            distinct([(v, k.loc) for v in k.values], f"value of knob {k.name}")
+
+
+def _check_exprs(kb: KB) -> None:
+    """Every expression, with its instruction's lets inlined, stays within the size limits
+    and mixes no symbols into arithmetic (ExprError -> located DocError)."""
+    _lets_inlined = dm.inline_lets
+
+    def check(e: ex.Expr | None, where: dm.Loc, what: str, is_symbol: Callable[[ex.Ref], bool]) -> None:
+        if e is None:
+            return
+        try:
+            ex.check_limits(e)
+            ex.typecheck(e, is_symbol)
+        except ex.ExprError as err:
+            raise DocError(f"{where}: {what}: {err}") from None
+
+    def instr_symbol(ins: dm.Instr, scope: set[str]) -> Callable[[ex.Ref], bool]:
+        return lambda r: (
+            r.name in ("op", "prev.op") or (len(r.parts) == 1 and r.name not in scope and r.name.lower() in kb.symbols)
+        )
+
+    for ins in kb.instrs.values():
+        scope = scope_names(kb, ins) | set(kb.params)
+        sym = instr_symbol(ins, scope)
+        for name, e in ins.lets:
+            check(_lets_inlined(ins, e), ins.loc, f"{ins.name}: let {name}", sym)
+        for a in ins.reads + ins.writes:
+            for x in (a.lo, a.hi, a.when):
+                check(_lets_inlined(ins, x) if x is not None else None, a.loc, f"{ins.name} accesses {a.memory}", sym)
+        for st in ins.sets:
+            check(_lets_inlined(ins, st.value), ins.loc, f"{ins.name} sets {st.state}.{st.field}", sym)
+            check(_lets_inlined(ins, st.index) if st.index else None, ins.loc, f"{ins.name} sets {st.state}", sym)
+        for u in ins.uses:
+            check(_lets_inlined(ins, u.index) if u.index else None, ins.loc, f"{ins.name} uses {u.state}", sym)
+        if ins.latency is not None:
+            check(_lets_inlined(ins, ins.latency), ins.loc, f"{ins.name} latency", sym)
+    for rule in kb.rules:
+        if not rule.patterns:
+            check(rule.expr, rule.loc, f"rule {rule.id}", lambda r: False)
+        for m in kb.applies.get(rule.id, ()):
+            ins = kb.instrs[m]
+            sym = instr_symbol(ins, scope_names(kb, ins) | set(kb.params))
+            check(_lets_inlined(ins, rule.expr), rule.loc, f"rule {rule.id} (on {m})", sym)
+    for ms in kb.doc.mappings:
+        symbolic = {k.name for k in ms.knobs if k.values}
+        keys = {k for w in kb.doc.workloads if w.op == ms.op for k in w.keys}
+        known = keys | {k.name for k in ms.knobs} | set(kb.params)
+
+        def msym(r: ex.Ref, symbolic: set[str] = symbolic, known: set[str] = known) -> bool:
+            return r.name in symbolic or (r.name not in known and r.name.lower() in kb.symbols)
+
+        for c in ms.constraints:
+            check(c.expr, c.loc, f"constraint {c.id}", msym)
+        for cost in ms.costs:
+            check(cost.expr, cost.loc, f"cost {cost.name}", msym)
+        for k in ms.knobs:
+            check(k.when, k.loc, f"the condition of knob {k.name}", msym)
+        for name, e in ms.lets:
+            check(e, ms.loc, f"let {name} of mapping {ms.op}", msym)
 
 
 def _validate(kb: KB) -> None:
@@ -279,6 +407,7 @@ def _validate(kb: KB) -> None:
             for r in ex.refs(cost.expr):
                 if r.name not in names and r.name.lower() not in kb.symbols:
                     raise DocError(f"{cost.loc}: cost {cost.name} uses unknown name {r.name!r}")
+    _check_exprs(kb)
 
 
 def _validate_knobs(kb: KB, ms: dm.MappingSpace, keys: set[str]) -> None:
@@ -375,6 +504,7 @@ def _layout(lay: dm.Layout, params: Mapping[str, int]) -> LayoutInfo:
 
 
 def compile_doc(doc: dm.Doc, target: str, overrides: Mapping[str, int]) -> KB:
+    _check_names(doc)
     params = _eval_params(doc, overrides)
     memories: dict[str, MemoryInfo] = {}
     for m in doc.memories:
@@ -453,15 +583,110 @@ def _digest(doc_text: str, overrides: Mapping[str, int], where: str) -> str:
     return h.hexdigest()
 
 
+# ---- the stored form: JSON of the typed records, decoded against their declared types -----
+
+_NAME = re.compile(NAME)
+
+
+def _expr_ok(e: Any) -> str | None:
+    """What a decoded expression node must satisfy to be one the parser could have built
+    (names and operators flow into generated Python and ASP)."""
+    if isinstance(e, ex.Int):
+        return None if abs(e.value).bit_length() <= ex.MAX_BITS else "integer beyond the limit"
+    if isinstance(e, ex.Ref):
+        return None if e.parts and all(_NAME.fullmatch(p) for p in e.parts) else f"bad name {e.parts!r}"
+    if isinstance(e, ex.Sym):
+        return None if _NAME.fullmatch(e.name) else f"bad symbol {e.name!r}"
+    if isinstance(e, ex.Bin):
+        return None if e.op in ex.CMP_OPS + ex.BOOL_OPS + ex.ARITH_OPS else f"unknown operator {e.op!r}"
+    if isinstance(e, ex.Un):
+        return None if e.op in ex.UN_OPS else f"unknown operator {e.op!r}"
+    if isinstance(e, ex.Call):
+        return None if ex.FUNCS.get(e.fn) == len(e.args) else f"unknown function {e.fn!r}"
+    if isinstance(e, ex.InSet):
+        return None if e.items else "empty set"
+    return None
+
+
+_EXPR_CLASSES = (ex.Int, ex.Ref, ex.Sym, ex.Bin, ex.Un, ex.Call, ex.Cond, ex.InSet)
+_CODEC = RecordCodec(
+    (*dm.RECORDS, *_EXPR_CLASSES, MemoryInfo, LayoutInfo, RegFileInfo),
+    validators=dict.fromkeys(_EXPR_CLASSES, _expr_ok),
+    aliases={"Expr": ex.Expr},
+)
+# what a stored KB holds: everything but the fields derived from the doc on load
+_STORED = ("target", "doc", "params", "memories", "regfiles", "layouts", "states", "applies", "asp", "counts")
+
+
+def _kb_to_json(kb: KB) -> bytes:
+    n_range = len(kb.rules) - len(kb.doc.rules)
+    payload = {name: _CODEC.encode(getattr(kb, name)) for name in _STORED}
+    payload["range_rules"] = _CODEC.encode(kb.rules[:n_range])
+    body = json.dumps(payload, separators=(",", ":")).encode()
+    header = {"format": CACHE_FORMAT, "digest": kb.digest, "sha256": hashlib.sha256(body).hexdigest()}
+    return json.dumps(header).encode() + b"\n" + body
+
+
+def _kb_from_json(data: bytes, digest: str) -> KB:
+    """The KB of a cache entry; RecordError (or ValueError) for anything that is not exactly a
+    stored KB of this digest. Nothing in the entry is executed."""
+    head, sep, body = data.partition(b"\n")
+    header = json.loads(head)
+    if not sep or not isinstance(header, dict) or header.get("format") != CACHE_FORMAT:
+        raise RecordError("not a KB cache entry of this version")
+    if header.get("digest") != digest or header.get("sha256") != hashlib.sha256(body).hexdigest():
+        raise RecordError("digest mismatch")
+    payload = json.loads(body)
+    if not isinstance(payload, dict) or set(payload) != {*_STORED, "range_rules"}:
+        raise RecordError("unexpected fields")
+    hints = typing.get_type_hints(KB, globalns={**vars(dm), **globals()})
+    vals = {name: _CODEC.decode(payload[name], hints[name]) for name in _STORED}
+    doc: dm.Doc = vals["doc"]
+    range_rules = _CODEC.decode(payload["range_rules"], list[dm.Rule])
+    problem = unsafe_asp(vals["asp"])
+    if problem:
+        raise RecordError(f"the stored ASP program contains {problem}")
+    return KB(
+        **vals,
+        instrs={i.name: i for i in doc.instrs},
+        rules=range_rules + list(doc.rules),
+        digest=digest,
+        from_cache=True,
+    )
+
+
+_SAFE_DIRECTIVES = frozenset({"defined", "show", "false", "true"})
+_ASP_TOKENS = re.compile(r'"(?:[^"\\\n]|\\.)*"|%\*.*?\*%|%[^\n]*|#[A-Za-z_]*|@|"', re.S)
+
+
+def unsafe_asp(text: str) -> str | None:
+    """The first construct of an ASP text that could run code or read files (`#script`,
+    `#include`, `@f(...)`, any directive other than #defined/#show/#false/#true), or None.
+    The KB cache is data: a loaded KB's program must pass this."""
+    for m in _ASP_TOKENS.finditer(text):
+        tok = m.group(0)
+        if tok[0] == "%" or (tok[0] == '"' and len(tok) > 1):
+            continue
+        if tok == '"':
+            return "an unterminated string"
+        if tok == "@" or tok[1:] not in _SAFE_DIRECTIVES:
+            return repr(tok)
+    return None
+
+
 _LOADED: dict[str, KB] = {}  # in-process memo by cache file (content digest): a KB is immutable once built
+_IN_MEMORY: dict[str, KB] = {}  # KBs built where the cache folder cannot be written
 
 
 def load_kb(
     doc_path: str | os.PathLike[str], overrides: Mapping[str, int] | None = None, *, use_cache: bool = True
 ) -> KB:
-    """Parse, validate and compile a doc (or load it from the cache)."""
+    """Parse, validate and compile a doc (or load it from the cache). An unusable cache folder
+    (read-only, not a folder, ...) means building in memory, with one warning."""
     path = Path(doc_path)
     try:
+        if path.stat().st_size > dm.MAX_DOC_BYTES:
+            raise DocError(f"{path}: larger than the {dm.MAX_DOC_BYTES >> 20} MB a doc may have")
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise DocError(f"{path}: cannot read: {e.strerror}") from None
@@ -469,20 +694,47 @@ def load_kb(
         raise DocError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     overrides = dict(overrides or {})
     digest = _digest(text, overrides, str(path.resolve()))
-    cfile = cache_dir() / f"{path.stem}-{digest[:24]}.pickle"
+    cfile = cache_dir() / f"{path.stem}-{digest[:24]}.json"
+    if use_cache and str(cfile) in _IN_MEMORY:
+        return _IN_MEMORY[str(cfile)]
     if use_cache and str(cfile) in _LOADED and cfile.exists():
         return _LOADED[str(cfile)]
-    if use_cache and cfile.exists():
-        try:
-            kb = pickle.loads(cfile.read_bytes())
-            if isinstance(kb, KB) and kb.digest == digest:
-                kb.from_cache = True
-                _LOADED[str(cfile)] = kb
-                return kb
-        except Exception:  # noqa: BLE001 - a corrupt cache entry is rebuilt, never trusted
-            pass
+    if use_cache:
+        kb = _read_entry(cfile, digest)
+        if kb is not None:
+            _LOADED[str(cfile)] = kb
+            return kb
     kb = compile_doc(parse_doc(text, str(path)), path.stem, overrides)
     kb.digest = digest
+    if kb.counts.get("wide_facts"):
+        from zomboss.asp import kb_facts
+
+        shown = [f.asp(wide=True) for f in kb_facts(kb) if f.is_wide()][:2]
+        warn_once(
+            f"wide:{digest}",
+            f"{path}: {kb.counts['wide_facts']} KB fact(s) hold integers beyond clingo's 32 bits, "
+            f"written as strings: {' '.join(shown)}{' ...' if kb.counts['wide_facts'] > 2 else ''}",
+        )
     if use_cache:
-        atomic_write(cfile, pickle.dumps(kb, protocol=pickle.HIGHEST_PROTOCOL))
+        try:
+            atomic_write(cfile, _kb_to_json(kb))
+        except OSError as e:
+            _IN_MEMORY[str(cfile)] = kb
+            warn_once(
+                "cache-write", f"cannot write the KB cache in {cfile.parent} ({e.strerror or e}); building in memory"
+            )
     return kb
+
+
+def _read_entry(cfile: Path, digest: str) -> KB | None:
+    """A cached KB, or None (missing, unreadable, foreign or corrupt entries are rebuilt)."""
+    try:
+        if not cfile.is_file() or cfile.stat().st_size > MAX_CACHE_BYTES:
+            return None
+        data = cfile.read_bytes()
+    except OSError:
+        return None
+    try:
+        return _kb_from_json(data, digest)
+    except (ValueError, TypeError, KeyError, RecursionError, ex.ExprError):  # RecordError is a ValueError
+        return None

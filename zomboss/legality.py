@@ -7,6 +7,7 @@ whole program through both this checker and clingo (and the tests insist they ag
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -60,7 +61,7 @@ class _Plan:
     ins: dm.Instr
     decoders: list[tuple[int, str, int, int]]  # (operand index, env name, shift, mask)
     regs: list[tuple[int, str]]  # (operand index, env name of its value)
-    uses: list[tuple[str, Fn | None, str, list[str]]]  # (state, index fn, alias, fields)
+    uses: list[tuple[str, Fn | None, str, list[tuple[str, str]]]]  # (state, index fn, alias, (env name, field))
     lets: list[tuple[str, Fn]]
     rules: list[tuple[dm.Rule, list[str]]]  # rule, names to report when it fails
     failing: Callable[[Mapping[str, Any], Mapping[str, Any]], list[int]]  # indexes of broken rules
@@ -96,8 +97,9 @@ def _compile_failing(
     kb: KB, rules: list[dm.Rule], own: set[str]
 ) -> Callable[[Mapping[str, Any], Mapping[str, Any]], list[int]]:
     """One function evaluating all of a mnemonic's rules (the hot path of every simulator):
-    returns the indexes of the rules that do not hold. A missing value (no previous
-    instruction in the unit) or a division by zero counts as not holding."""
+    returns the indexes of the rules that do not hold. An undefined expression — a missing
+    value (no previous instruction in the unit, an undefined let), a division by zero, a
+    shift out of range — counts as not holding (expr.py: one semantics with the ASP side)."""
     resolve = _resolver(kb, own)
     lines = ["def failing(env, prev):", "    out = []"]
     for i, r in enumerate(rules):
@@ -106,13 +108,56 @@ def _compile_failing(
             "    try:",
             f"        if not ({src}):",
             f"            out.append({i})",
-            "    except (KeyError, ZeroDivisionError):",
+            "    except _Undefined:",
             f"        out.append({i})",
         ]
     lines.append("    return out")
-    ns: dict[str, Any] = dict(ex.PY_GLOBALS)
+    ns: dict[str, Any] = {**ex.PY_GLOBALS, "_Undefined": ex.EVAL_ERRORS}
     exec(compile("\n".join(lines), "<rules>", "exec"), ns)  # noqa: S102 - generated from our own doc AST
     return ns["failing"]
+
+
+_BIG = 1 << ex.MAX_BITS  # named values lie strictly between -_BIG and _BIG
+
+
+def _reason(e: BaseException) -> str:
+    if isinstance(e, ZeroDivisionError):
+        return "division by zero"
+    if isinstance(e, KeyError):
+        return f"no value for {e.args[0]!r}" if e.args else "a missing value"
+    return str(e) or type(e).__name__
+
+
+class _Writes:
+    """The ranges [lo, hi) written since the last fence, answering "does [a, b) overlap
+    one of them" (lo < b and a < hi, exactly as the ASP hazard rule compares) in log time:
+    only writes not dominated by another (lower or equal lo and higher or equal hi) are kept,
+    sorted by lo, so their hi increase too and the last one with lo < b has the largest hi."""
+
+    def __init__(self) -> None:
+        self.los: list[int] = []
+        self.his: list[int] = []
+        self.lines: list[int] = []
+
+    def add(self, lo: int, hi: int, line: int) -> None:
+        i = bisect.bisect_right(self.los, lo)
+        if i and self.his[i - 1] >= hi:
+            return  # dominated by an earlier-starting, later-ending write
+        j = i
+        while j < len(self.los) and self.his[j] <= hi:
+            j += 1  # writes starting at or after lo that end no later are dominated now
+        self.los[i:j], self.his[i:j], self.lines[i:j] = [lo], [hi], [line]
+
+    def overlapping(self, a: int, b: int) -> tuple[int, int, int] | None:
+        i = bisect.bisect_left(self.los, b)  # writes with lo < b are self.los[:i]
+        if i and self.his[i - 1] > a:
+            return self.los[i - 1], self.his[i - 1], self.lines[i - 1]
+        return None
+
+    def clear(self) -> None:
+        self.los.clear()
+        self.his.clear()
+        self.lines.clear()
 
 
 class Checker:
@@ -135,7 +180,7 @@ class Checker:
                     u.state,
                     _compile(kb, u.index, own) if u.index is not None else None,
                     u.alias,
-                    list(kb.states[u.state][1]),
+                    [(f"{u.alias}.{f}", f) for f in kb.states[u.state][1]],
                 )
                 for u in ins.uses
             ]
@@ -189,7 +234,9 @@ class Checker:
             self._hazards_by_fence.setdefault(h.fence, []).append(h)
         self._fences = {h.fence for h in kb.doc.hazards}
         self.record = record
+        self.record_limit: int | None = None  # record at most this many events (None: all)
         self.events: list[tuple[int, str, dict[str, int], int | None, dict[str, int]]] = []
+        self._keep: dict[str, frozenset[str]] | None = None  # per mnemonic: values the ASP check reads
         self.reset()
 
     def reset(self) -> None:
@@ -198,7 +245,7 @@ class Checker:
             self.state[name] = [dict(fields) for _ in range(size)] if size is not None else dict(fields)
         self._prev: dict[str, dict[str, Any]] = {}
         self._prev_pos: dict[str, int] = {}
-        self._written: dict[str, list[tuple[int, int, int]]] = {h.id: [] for h in self.kb.doc.hazards}
+        self._written: dict[str, _Writes] = {h.id: _Writes() for h in self.kb.doc.hazards}
         self._epochs = dict.fromkeys(self._fences, 0)
         self.index = 0
 
@@ -251,19 +298,17 @@ class Checker:
         out: list[Violation] = []
         prev = self._prev.get(ins.unit, {})
         try:
-            for state, idx_fn, alias, fields in plan.uses:
+            for state, idx_fn, _alias, fields in plan.uses:
                 rec = self._state_rec(state, idx_fn(env, prev) if idx_fn else None, ins.name)
-                for f in fields:
-                    env[f"{alias}.{f}"] = rec[f]
-            for name, fn in plan.lets:
-                env[name] = fn(env, prev)
+                for key, f in fields:
+                    env[key] = rec[f]
         except IllegalProgram as e:
             return self._finish(instr, e.violations, None, env)
-        except (KeyError, ZeroDivisionError, ex.ExprError) as e:
+        except ex.EVAL_ERRORS as e:
             out.append(
                 self._v(
                     "isa.eval",
-                    f"cannot evaluate {ins.name}'s definitions: {e!r}",
+                    f"cannot evaluate which {ins.name} state record to use: {_reason(e)}",
                     ins.name,
                     {},
                     str(ins.loc),
@@ -271,36 +316,83 @@ class Checker:
                 )
             )
             return self._finish(instr, out, None, env)
+        for name, fn in plan.lets:
+            # an undefined let (or one beyond the integer limit) stays out of env: every rule
+            # reading it is then violated, as where the ASP side inlines it
+            try:
+                v = fn(env, prev)
+            except ex.EVAL_ERRORS:
+                continue
+            if v.__class__ is int and not -_BIG < v < _BIG:
+                continue
+            env[name] = v
         for idx in plan.failing(env, prev):
             rule, names = plan.rules[idx]
-            vals = {}
+            vals: dict[str, Any] = {}
             for n in names:
                 if n in env:
                     vals[n] = env[n]
                 elif n.startswith("prev."):
-                    vals[n] = prev.get(n[5:], "none")
+                    vals[n] = prev.get(n[5:], "none" if not prev else "undefined")
                 elif n in self.kb.params:
                     vals[n] = self.kb.params[n]
+                else:
+                    vals[n] = "undefined"
             out.append(self._v(rule.id, rule.message, ins.name, vals, str(rule.loc), instr.line))
         for h in self._hazards_by_reader.get(ins.name, ()):
             for mem, lo, hi, when in plan.reads:
-                if mem != h.read_mem or (when and not when(env, prev)):
+                if mem != h.read_mem:
                     continue
-                a, b = lo(env, prev), hi(env, prev)
-                for wlo, whi, wline in self._written[h.id]:
-                    if wlo < b and a < whi:
-                        out.append(
-                            self._v(
-                                h.id,
-                                h.message,
-                                ins.name,
-                                {"read": f"[{a:#x}, {b:#x})", "written": f"[{wlo:#x}, {whi:#x})", "writer_line": wline},
-                                str(h.loc),
-                                instr.line,
-                            )
+                rng = self._range(plan, "reads", mem, lo, hi, when, env, prev, instr, out)
+                if rng is None:
+                    continue
+                a, b = rng
+                hit = self._written[h.id].overlapping(a, b)
+                if hit is not None:
+                    wlo, whi, wline = hit
+                    out.append(
+                        self._v(
+                            h.id,
+                            h.message,
+                            ins.name,
+                            {"read": f"[{a:#x}, {b:#x})", "written": f"[{wlo:#x}, {whi:#x})", "writer_line": wline},
+                            str(h.loc),
+                            instr.line,
                         )
-                        break
+                    )
         return self._finish(instr, out, plan, env)
+
+    def _range(
+        self,
+        plan: _Plan,
+        kind: str,
+        mem: str,
+        lo: Fn,
+        hi: Fn,
+        when: Fn | None,
+        env: Mapping[str, Any],
+        prev: Mapping[str, Any],
+        instr: Instr,
+        out: list[Violation],
+    ) -> tuple[int, int] | None:
+        """The [lo, hi) an access covers, None when its condition is false; an undefined
+        range is reported (isa.eval) and counts as no access, as on the ASP side."""
+        try:
+            if when is not None and not when(env, prev):
+                return None
+            return lo(env, prev), hi(env, prev)
+        except ex.EVAL_ERRORS as e:
+            out.append(
+                self._v(
+                    "isa.eval",
+                    f"cannot evaluate the {mem} range {plan.ins.name} {kind}: {_reason(e)}",
+                    plan.ins.name,
+                    {},
+                    str(plan.ins.loc),
+                    instr.line,
+                )
+            )
+            return None
 
     def _finish(self, instr: Instr, out: list[Violation], plan: _Plan | None, env: dict[str, Any]) -> list[Violation]:
         pos = self.index + 1
@@ -308,29 +400,49 @@ class Checker:
             prev = self._prev.get(plan.ins.unit, {})
             for h in self._hazards_by_writer.get(instr.op, ()):
                 for mem, lo, hi, when in plan.writes:
-                    if mem == h.write_mem and (when is None or when(env, prev)):
-                        self._written[h.id].append((lo(env, prev), hi(env, prev), instr.line))
+                    if mem == h.write_mem:
+                        rng = self._range(plan, "writes", mem, lo, hi, when, env, prev, instr, out)
+                        if rng is not None:
+                            self._written[h.id].add(rng[0], rng[1], instr.line)
             for h in self._hazards_by_fence.get(instr.op, ()):
                 self._written[h.id].clear()
             if instr.op in self._epochs:
                 self._epochs[instr.op] += 1
-            if self.record:
-                vals = {
-                    k: int(v)
-                    for k, v in env.items()
-                    if k != "op" and isinstance(v, int) and k not in dict(plan.ins.lets)
-                }
+            if self.record and (self.record_limit is None or len(self.events) < self.record_limit):
+                keep = self._kept().get(instr.op, frozenset())
+                vals = {k: int(v) for k, v in env.items() if k in keep and isinstance(v, int)}
                 self.events.append((pos, instr.op, vals, self._prev_pos.get(plan.ins.unit), dict(self._epochs)))
             for state, idx_fn, fname, val in plan.sets:
                 try:
                     rec = self._state_rec(state, idx_fn(env, prev) if idx_fn else None, instr.op)
-                    rec[fname] = val(env, prev)
+                    v = val(env, prev)
+                    if v.__class__ is int and not -_BIG < v < _BIG:
+                        ex.bounded(v, f"{state}.{fname}")  # raises, naming the field
+                    rec[fname] = v
                 except IllegalProgram:
                     pass  # the operand range rule already reports a bad index
+                except ex.EVAL_ERRORS as e:  # the state keeps its value
+                    out.append(
+                        self._v(
+                            "isa.eval",
+                            f"cannot evaluate the value {instr.op} sets {state}.{fname} to: {_reason(e)}",
+                            instr.op,
+                            {},
+                            str(plan.ins.loc),
+                            instr.line,
+                        )
+                    )
             self._prev[plan.ins.unit] = env
             self._prev_pos[plan.ins.unit] = pos
         self.index += 1
         return out
+
+    def _kept(self) -> dict[str, frozenset[str]]:
+        if self._keep is None:
+            from zomboss.asp import _needed
+
+            self._keep = {m: frozenset(v) for m, v in _needed(self.kb).items()}
+        return self._keep
 
     def check(self, events: Iterable[tuple[Instr, Mapping[int, int] | None]]) -> list[Violation]:
         out: list[Violation] = []
@@ -406,7 +518,8 @@ def mapping_violations(
         else:
             assert k.lo is not None and k.hi is not None
             lo, hi = ex.evaluate(k.lo, params), ex.evaluate(k.hi, params)
-            if not lo <= values[k.name] <= hi:  # type: ignore[operator]
+            v = values[k.name]
+            if isinstance(v, str) or not lo <= v <= hi:  # type: ignore[operator]
                 out.append(
                     Violation(
                         f"{op}.{k.name}.range",
@@ -424,7 +537,7 @@ def mapping_violations(
         f = ex.compile_python(c.expr, lambda n: n in env, lambda n: n.lower() in kb.symbols)
         try:
             ok = f(env)
-        except ZeroDivisionError:
+        except ex.EVAL_ERRORS:  # undefined: the constraint is violated (as on the ASP side)
             ok = False
         if not ok:
             names = dict.fromkeys(r.name for r in ex.refs(c.expr) if r.name in env)

@@ -64,16 +64,24 @@ _MNEMONIC = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _REG = re.compile(r"^([A-Za-z]+)(\d+)$")
 
 
+MAX_OPERAND_BITS = 128  # an operand beyond +-2**128 is refused (the expression limit, expr.MAX_BITS)
+
+
 def parse_operand(tok: str, reg_prefixes: Iterable[str]) -> tuple[int, str | None]:
     """Parse one operand token into (value, register prefix or None)."""
     t = tok.strip()
+    if len(t) > MAX_OPERAND_BITS + 3:  # longer than any number within the limit, in any base
+        raise ValueError(f"operand {t[:16]}... is beyond the {MAX_OPERAND_BITS}-bit limit")
     m = _REG.match(t)
     if m and m.group(1) in set(reg_prefixes):
         return int(m.group(2)), m.group(1)
     try:
-        return int(t, 0), None
+        v = int(t, 0)
     except ValueError:
-        raise ValueError(f"cannot read operand {tok!r}") from None
+        raise ValueError(f"cannot read operand {tok.strip()[:40]!r}") from None
+    if abs(v).bit_length() > MAX_OPERAND_BITS:
+        raise ValueError(f"operand {t[:16]}{'...' if len(t) > 16 else ''} is beyond the {MAX_OPERAND_BITS}-bit limit")
+    return v, None
 
 
 def parse_lines(text: str, path: str, reg_prefixes: Iterable[str]) -> list[tuple[Instr, tuple[str | None, ...]]]:
@@ -85,9 +93,10 @@ def parse_lines(text: str, path: str, reg_prefixes: Iterable[str]) -> list[tuple
         line = _COMMENT.sub("", raw).strip()
         if not line:
             continue
-        head, _, rest = line.partition(" ")
+        parts = line.split(None, 1)
+        head, rest = parts[0], (parts[1] if len(parts) > 1 else "")
         if not _MNEMONIC.match(head):
-            raise ProgramSyntaxError(f"{path}:{lineno}:1: expected a mnemonic, got {head!r}")
+            raise ProgramSyntaxError(f"{path}:{lineno}:1: expected a mnemonic, got {head[:40]!r}")
         args: list[int] = []
         kinds: list[str | None] = []
         rest = rest.strip()

@@ -72,7 +72,7 @@ def test_failed_build_caches_nothing(tmp_path, monkeypatch):
     bad = _doc(tmp_path, TOY.read_text().replace("writes spad", "writes spud"))
     with pytest.raises(DocError):
         load_kb(bad)
-    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.pickle"))
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").rglob("*.json"))
 
 
 def test_cache_hit_and_invalidation(tmp_path, monkeypatch):
@@ -91,7 +91,7 @@ def test_corrupt_cache_entry_is_rebuilt(tmp_path, monkeypatch):
     monkeypatch.setenv("ZOMBOSS_CACHE", str(tmp_path / "cache"))
     doc = _doc(tmp_path, TOY.read_text())
     load_kb(doc)
-    (entry,) = cache_dir().glob("*.pickle")
+    (entry,) = cache_dir().glob("*.json")
     entry.write_bytes(b"\x80garbage")
     kb = load_kb(doc)
     assert not kb.from_cache and kb.params["dim"] == 4
@@ -99,16 +99,15 @@ def test_corrupt_cache_entry_is_rebuilt(tmp_path, monkeypatch):
 
 
 _KILL_SCRIPT = """
-import os, sys, pickle, time
+import sys, time
 import zomboss.knowledge as k
-import zomboss.cache as c
-real = pickle.dumps
-def slow(obj, *a, **kw):
-    data = real(obj, *a, **kw)
+real = k._kb_to_json
+def slow(kb):
+    data = real(kb)
     sys.stdout.write("writing\\n"); sys.stdout.flush()
     time.sleep(30)
     return data
-k.pickle.dumps = slow
+k._kb_to_json = slow
 k.load_kb(sys.argv[1])
 """
 
@@ -122,7 +121,7 @@ def test_killed_build_leaves_cache_valid(tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     cache = tmp_path / "cache" / "kb"
-    assert not list(cache.glob("*.pickle")) if cache.exists() else True
+    assert not list(cache.glob("*.json")) if cache.exists() else True
     # a fresh process builds and caches normally
     out = subprocess.run(
         [
@@ -137,7 +136,7 @@ def test_killed_build_leaves_cache_valid(tmp_path):
         check=True,
     )
     assert out.stdout.strip() == "4"
-    assert len(list(cache.glob("*.pickle"))) == 1
+    assert len(list(cache.glob("*.json"))) == 1
 
 
 def test_killed_mid_write_leaves_no_partial_file(tmp_path):
@@ -168,7 +167,7 @@ k.load_kb(sys.argv[1])
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     cache = tmp_path / "cache" / "kb"
-    assert list(cache.glob("*.pickle")) == []
+    assert list(cache.glob("*.json")) == []
     t0 = time.time()
     kb = subprocess.run(
         [

@@ -1,0 +1,456 @@
+"""The fuzzing properties, one per class of hostile input. Each runs its example in a forked
+child under a memory and a time limit (`harness.run`) and asserts a clear error or a correct
+result: never a hang, an unbounded allocation, a traceback, a silent wrap-around or an
+"internal inconsistency" between the Python and ASP checks.
+
+`PROPERTIES` maps a class name to (strategies, check); tests/fuzz/test_fuzz.py runs each
+briefly under `make test`, scripts/fuzz.py runs them for minutes and counts examples.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import itertools
+import json
+import os
+import pickle
+import re
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hypothesis import strategies as st
+
+from tests.fuzz import strategies as S
+from tests.fuzz.harness import check, run
+from zomboss import expr as ex
+
+EXAMPLES: collections.Counter[str] = collections.Counter()  # examples tried, per class
+OUTCOMES: collections.Counter[tuple[str, str]] = collections.Counter()  # (class, outcome kind)
+_TMP = Path(tempfile.mkdtemp(prefix="zomboss-fuzz-"))
+_COUNTER = itertools.count()
+
+
+def _note(cls: str, kind: str) -> None:
+    EXAMPLES[cls] += 1
+    OUTCOMES[(cls, kind)] += 1
+
+
+def _fresh(name: str, text: str) -> Path:
+    d = _TMP / f"{next(_COUNTER)}"
+    d.mkdir()
+    p = d / name
+    p.write_text(text, encoding="utf-8")
+    return p
+
+
+@functools.cache
+def _kb(name: str) -> Any:
+    from zomboss.knowledge import load_kb
+    from zomboss.target import doc_path
+
+    return load_kb(S.TOY if name == "toy" else doc_path(name))
+
+
+# ---- 1. expressions: the Python semantics and the ASP translation agree -------------------
+
+
+def _agree(e: ex.Expr, values: tuple[int, ...]) -> tuple[str, bool | None, bool | None, bool]:
+    """(status, python says violated, clingo says violated, some value beyond 32 bits)."""
+    from zomboss.asp import solve_atoms
+
+    env = dict(zip(S.VARS, values, strict=False))
+    names = set(S.VARS)
+
+    def violated(expr: ex.Expr) -> bool:
+        f = ex.compile_python(expr, lambda n: n in names, lambda n: False)
+        try:
+            return not f(env)
+        except ex.EVAL_ERRORS:
+            return True
+
+    try:
+        ex.check_limits(e)
+    except ex.ExprError:
+        return "limit", None, None, False
+    py = violated(e)
+    folded = ex.fold(e, {})
+    assert violated(folded) == py, f"folding changed the meaning: {ex.show(e)} -> {ex.show(folded)} at {env}"
+    src = ex.python_source(folded, lambda r: f"env[{r.name!r}]", wide=True)
+    try:
+        eval(compile(src, "<wide>", "eval"), {**ex.PY_GLOBALS, "env": env})  # noqa: S307 - generated from our AST
+        wide = False
+    except ex.Wide:
+        wide = True
+    except ex.EVAL_ERRORS:
+        wide = False
+    ctx = ex.AspContext(lambda r, v: [f"val({json.dumps(r.name)},{v})"], lambda n: False)
+    try:
+        conjs = ex.asp_violated(folded, ctx)
+    except ex.ExprError as err:
+        assert "ASP rules" in str(err) or "32-bit" in str(err), str(err)
+        return "untranslatable", py, None, wide
+    facts = "".join(
+        f"val({json.dumps(k)},{v})." if ex.ASP_MIN <= v <= ex.ASP_MAX else f"wide({json.dumps(k)})."
+        for k, v in env.items()
+    )
+    rules = "\n".join(f"violated :- {', '.join(c) or '#true'}." for c in conjs)
+    atoms = solve_atoms("#defined val/2. #defined wide/1.\n" + facts + "\n" + rules + "\n")
+    return "ok", py, any(a.name == "violated" for a in atoms), wide
+
+
+def check_expr(e: ex.Expr, values: tuple[int, ...]) -> None:
+    out = run(lambda: _agree(e, values))
+    _note("expressions", out.kind if out.kind != "ok" else out.value[0])
+    check(out)
+    if out.kind == "ok":
+        status, py, asp, wide = out.value
+        if status == "ok" and not wide:
+            assert py == asp, (
+                f"Python says {'violated' if py else 'holds'}, clingo the opposite: {ex.show(e)} at {values}"
+            )
+
+
+# ---- 2. deep nesting and case-split bombs ------------------------------------------------
+
+
+def check_bomb(fn: str, depth: int) -> None:
+    e = ex.Bin(">=", S.nested(fn, depth), ex.Int(0))
+
+    def go() -> str:
+        ctx = ex.AspContext(lambda r, v: [f"val({v})"], lambda n: False)
+        try:
+            ex.check_limits(e)
+            ex.asp_violated(ex.fold(e, {}), ctx)
+        except ex.ExprError as err:
+            return str(err)
+        return "translated"
+
+    out = run(go, seconds=10)
+    _note("bombs", out.kind)
+    check(out)
+
+
+# ---- 3. docs: generated rules, parameters, corrupted text, hostile names -----------------
+
+
+def _compile(path: Path) -> Any:
+    from zomboss.asp import solve_atoms
+    from zomboss.knowledge import load_kb
+
+    kb = load_kb(path, use_cache=False)
+    solve_atoms(kb.asp)  # the KB is a program clingo reads (and satisfiable)
+    return kb
+
+
+def check_rule_doc(doc: tuple[str, ex.Expr], program: str) -> None:
+    text, _ = doc
+    path = _fresh("toy.md", text)
+    prog = _fresh("p.txt", program)
+
+    def go() -> str:
+        from zomboss.check import check_program_text
+
+        kb = _compile(path)
+        r = check_program_text(kb, program, str(prog), None, {}, max_instructions=10_000, progress=None)
+        return r.text()
+
+    out = run(go)
+    _note("generated rules", out.kind)
+    check(out)
+
+
+def check_param_doc(text: str) -> None:
+    path = _fresh("toy.md", text)
+
+    def go() -> list[tuple[str, str, str]]:
+        from zomboss.asp import query
+
+        kb = _compile(path)
+        got = {a.split(",", 1)[0][6:]: a.split(",", 1)[1][:-1] for a in query(kb.asp, "param(N,V)")}
+        return [(k, str(v), got.get(k, "")) for k, v in kb.params.items()]
+
+    out = run(go)
+    _note("parameters", out.kind)
+    check(out, located=str(path) + ":")
+    if out.kind == "ok":
+        for name, value, shown in out.value:  # every fact is exact: a number, or the string of one
+            assert shown in (value, f'"{value}"'), f"param({name}) is {value} but the KB says {shown}"
+
+
+def check_corrupted_doc(text: str) -> None:
+    path = _fresh("doc.md", text)
+    out = run(lambda: _compile(path).counts)
+    _note("corrupted docs", out.kind)
+    check(out, located=str(path) + ":")
+
+
+def check_hostile_names(text: str) -> None:
+    path = _fresh("toy.md", text)
+    out = run(lambda: _compile(path).counts)
+    _note("names", out.kind)
+    check(out, located=str(path) + ":")
+
+
+# ---- 4. programs under kb check ------------------------------------------------------------
+
+
+def check_program(name: str, program: str) -> None:
+    kb = _kb(name)
+    prog = _fresh("p.asm", program)
+
+    def go() -> str:
+        from zomboss.check import check_program_text
+
+        target = None if name == "toy" else name
+        r = check_program_text(kb, program, str(prog), target, {}, max_instructions=200_000, progress=None)
+        return r.text()[-200:]
+
+    out = run(go, seconds=60)
+    _note(f"programs ({name})", out.kind)
+    check(out)
+
+
+def check_hostile_loops(depth: int, counts: list[int], body: str) -> None:
+    """PLENA hardware loops with huge trip counts: the budget stops them, with a message."""
+    kb = _kb("plena")
+    lines = [f"C_LOOP_START gp{i + 1}, {c}" for i, c in enumerate(counts[:depth])]
+    lines += [body] + [f"C_LOOP_END gp{i + 1}" for i in reversed(range(min(depth, len(counts))))]
+    program = "\n".join(lines) + "\n"
+    prog = _fresh("loop.asm", program)
+
+    def go() -> str:
+        from zomboss.check import check_program_text
+
+        return check_program_text(kb, program, str(prog), "plena", {}, max_instructions=30_000, progress=None).text()
+
+    out = run(go, seconds=60)
+    _note("hostile loops", out.kind)
+    check(out)
+
+
+# ---- 5. mapping files -------------------------------------------------------------------------
+
+MAPPING_BASES = {
+    "toy": (
+        {"op": "matmul", "knobs": {"tile_i": 4, "tile_k": 4, "df": "os"}},
+        None,
+    ),
+}
+
+
+def check_mapping(name: str, text: str) -> None:
+    path = _fresh("m.json", text)
+    target = str(S.TOY) if name == "toy" else name
+
+    def go() -> str:
+        from zomboss.check import check_file
+
+        return check_file(target, path, {}, progress=False).text()
+
+    _kb(name)
+    out = run(go)
+    _note(f"mappings ({name})", out.kind)
+    check(out)
+
+
+# ---- 6. parameter overrides ---------------------------------------------------------------------
+
+
+def check_overrides(name: str, ov: dict[str, int]) -> None:
+    def go() -> list[tuple[str, str, str]]:
+        from zomboss.asp import query
+        from zomboss.knowledge import load_kb
+        from zomboss.target import doc_path
+
+        kb = load_kb(S.TOY if name == "toy" else doc_path(name), ov, use_cache=False)
+        got = {a.split(",", 1)[0][6:]: a.split(",", 1)[1][:-1] for a in query(kb.asp, "param(N,V)")}
+        return [(k, str(v), got.get(k, "")) for k, v in kb.params.items()]
+
+    out = run(go, seconds=60)
+    _note(f"overrides ({name})", out.kind)
+    check(out)
+    if out.kind == "ok":
+        for pname, value, shown in out.value:
+            assert shown in (value, f'"{value}"'), f"param({pname}) is {value} but the KB says {shown}"
+
+
+# ---- 7. the cache folder: planted and modified entries --------------------------------------
+
+
+class _Planted:
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+        return (os.system, (f"touch {self.marker}",))
+
+
+def check_cache(kind: str, data: bytes, pos: int) -> None:
+    cache = _TMP / f"cache{next(_COUNTER)}"
+    marker = cache.parent / f"{cache.name}.executed"
+    doc = _fresh("toy.md", S.TOY_TEXT)
+
+    def go() -> tuple[bool, dict[str, int]]:
+        os.environ["ZOMBOSS_CACHE"] = str(cache)
+        from zomboss import knowledge
+
+        knowledge._LOADED.clear()
+        first = knowledge.load_kb(doc)
+        (entry,) = knowledge.cache_dir().glob("*.json")
+        payload = entry.read_bytes()
+        if kind == "pickle":
+            planted = pickle.dumps(_Planted(str(marker)))
+            entry.write_bytes(planted)
+            entry.with_suffix(".pickle").write_bytes(planted)
+        elif kind == "bytes":
+            entry.write_bytes(data)
+        elif kind == "flip":
+            i = pos % len(payload)
+            entry.write_bytes(payload[:i] + bytes([payload[i] ^ 0x20]) + payload[i + 1 :])
+        else:  # a well-formed entry whose program runs a script, with a matching checksum
+            import hashlib
+
+            head, _, body = payload.partition(b"\n")
+            body = body.replace(b"#defined wide/2.", b'#script (python)\\nimport os; os.system(\\"touch x\\")\\n#end.')
+            header = json.loads(head)
+            header["sha256"] = hashlib.sha256(body).hexdigest()
+            entry.write_bytes(json.dumps(header).encode() + b"\n" + body)
+        knowledge._LOADED.clear()
+        second = knowledge.load_kb(doc)
+        return second.asp == first.asp, second.params
+
+    out = run(go)
+    _note("cache entries", out.kind)
+    check(out)
+    assert not marker.exists(), "a planted cache file was executed"
+    if out.kind == "ok":
+        same, params = out.value
+        assert same and params["dim"] == 4
+
+
+# ---- 8. kb query patterns ---------------------------------------------------------------------
+
+
+def check_query(pattern: str) -> None:
+    kb = _kb("toy")
+
+    def go() -> list[str]:
+        from zomboss.asp import query
+
+        return query(kb.asp, pattern)[:5]
+
+    out = run(go)
+    _note("query patterns", out.kind)
+    check(out)
+    if out.kind == "ok":
+        assert not re.search(r"#|@|:-", pattern.split('"')[0]), f"{pattern!r} was accepted"
+
+
+_patterns = st.one_of(
+    st.text('abcpqrVXY_(),"#:-.@ 0123456789%*', max_size=30),
+    st.sampled_from(
+        [
+            "param(dim,V)",
+            "param(V)",
+            '#include "/etc/passwd"',
+            "p) :- q. r(",
+            "param(X,@f(1))",
+            "rule_text(I,T)",
+            "x(" * 40 + ")" * 40,
+            "param(dim,4294967297)",
+            "capacity(M,R).",
+            "a :- b",
+            "#script (python) #end",
+            "violation(_,_)",
+            "operand_range(M,N,L,H)",
+        ]
+    ),
+)
+
+
+@functools.cache
+def _target_signatures(name: str) -> dict[str, list[str]]:
+    return S.signatures(_kb(name))
+
+
+def _programs(name: str) -> st.SearchStrategy[str]:
+    return st.deferred(lambda: S.programs(_target_signatures(name)))
+
+
+@functools.cache
+def _base_mapping(name: str) -> tuple[dict, object]:
+    if name == "toy":
+        return MAPPING_BASES["toy"]
+    from zomboss.target import get_target
+
+    t = get_target(name)
+    wl = t.suite()[0]
+    m = t.reference_mappings(wl, {})["library"]
+    return m.to_json(), wl.id
+
+
+def _mapping_case(name: str) -> st.SearchStrategy[tuple[str, str]]:
+    def build(_: int) -> st.SearchStrategy[tuple[str, str]]:
+        base, wl = _base_mapping(name)
+        if name == "toy":
+            return S.mapping_files(base, None).map(
+                lambda t: (name, t.replace('"workload": null', '"op": "matmul", "shape": {"M": 64, "N": 16, "K": 16}'))
+            )
+        return S.mapping_files(base, wl).map(lambda t: (name, t))
+
+    return st.just(0).flatmap(build)
+
+
+_PARAMS = {
+    "toy": ["dim", "sp_kib", "max_blocks"],
+    "gemmini": ["dim", "sp_capacity_kib", "max_bytes"],
+    "plena": ["mlen", "vlen", "blen"],
+}
+
+PROPERTIES: dict[str, tuple[tuple[st.SearchStrategy[Any], ...], Callable[..., None]]] = {
+    "expressions": ((S.expressions(), st.tuples(S.ints, S.ints, S.ints)), check_expr),
+    "bombs": ((st.sampled_from(["min", "max", "cdiv", "*", "<<", "+"]), st.integers(1, 200)), check_bomb),
+    "generated rules": ((S.toy_rule_docs(), _programs("toy")), check_rule_doc),
+    "parameters": ((S.param_docs(),), check_param_doc),
+    "corrupted docs": ((S.corrupted_docs((S.TOY_TEXT,)),), check_corrupted_doc),
+    "names": ((S.hostile_names(),), check_hostile_names),
+    "programs (toy)": ((st.just("toy"), _programs("toy")), check_program),
+    "programs (gemmini)": ((st.just("gemmini"), _programs("gemmini")), check_program),
+    "programs (plena)": ((st.just("plena"), _programs("plena")), check_program),
+    "hostile loops": (
+        (
+            st.integers(1, 3),
+            st.lists(st.sampled_from([1, 2, 1000, 33000, 4194303, 0, 4194304]), min_size=3, max_size=3),
+            st.sampled_from(["S_ADDI_INT gp5, gp5, 1", "C_LOOP_END gp1", "S_ADDI_INT gp1, gp1, 1", "C_BREAK"]),
+        ),
+        check_hostile_loops,
+    ),
+    "mappings (toy)": ((_mapping_case("toy"),), lambda case: check_mapping(*case)),
+    "mappings (gemmini)": ((_mapping_case("gemmini"),), lambda case: check_mapping(*case)),
+    "mappings (plena)": ((_mapping_case("plena"),), lambda case: check_mapping(*case)),
+    "overrides (toy)": ((st.just("toy"), S.overrides(_PARAMS["toy"])), check_overrides),
+    "overrides (gemmini)": ((st.just("gemmini"), S.overrides(_PARAMS["gemmini"])), check_overrides),
+    "overrides (plena)": ((st.just("plena"), S.overrides(_PARAMS["plena"])), check_overrides),
+    "cache entries": (
+        (st.sampled_from(["pickle", "bytes", "flip", "script"]), st.binary(max_size=64), st.integers(0, 10**6)),
+        check_cache,
+    ),
+    "query patterns": ((_patterns,), check_query),
+}
+# corrupted shipped docs are slower to build: scripts/fuzz.py adds them
+SLOW_PROPERTIES: dict[str, tuple[tuple[st.SearchStrategy[Any], ...], Callable[..., None]]] = {}
+
+
+def _shipped_texts() -> tuple[str, ...]:
+    from zomboss.target import doc_path
+
+    return tuple(doc_path(n).read_text() for n in ("gemmini", "plena"))
+
+
+SLOW_PROPERTIES["corrupted shipped docs"] = (
+    (st.deferred(lambda: S.corrupted_docs(_shipped_texts())),),
+    check_corrupted_doc,
+)

@@ -1,0 +1,276 @@
+"""Hypothesis strategies for hostile and edge inputs: integers at the edges of clingo's and
+Python's ranges, expressions (typed, with deep nesting and case-split bombs), docs (valid,
+generated and corrupted), programs with hostile operands and loops, mapping files and
+parameter overrides."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hypothesis import strategies as st
+
+from zomboss import expr as ex
+
+TOY = Path(__file__).resolve().parents[1] / "zomboss" / "data" / "toy.md"
+TOY_TEXT = TOY.read_text()
+
+EDGE_INTS = [
+    0,
+    1,
+    -1,
+    2,
+    3,
+    4,
+    -4,
+    7,
+    64,
+    255,
+    65535,
+    65536,
+    (1 << 30),
+    (1 << 31) - 1,
+    -(1 << 31),
+    1 << 31,
+    -(1 << 31) - 1,
+    (1 << 32) - 1,
+    1 << 32,
+    (1 << 63) - 1,
+    1 << 64,
+    -(1 << 64),
+    (1 << 127) - 1,
+]
+
+ints = st.one_of(st.sampled_from(EDGE_INTS), st.integers(-300, 300), st.integers(-(1 << 70), 1 << 70))
+small_ints = st.one_of(st.sampled_from([0, 1, 2, 3, 4, 7, 8, 16, 31, 32, 33, 64]), st.integers(-8, 70))
+
+VARS = ("x", "y", "z")
+
+
+def _int_exprs(leaves: st.SearchStrategy[ex.Expr], bools: st.SearchStrategy[ex.Expr]) -> st.SearchStrategy[ex.Expr]:
+    def extend(c: st.SearchStrategy[ex.Expr]) -> st.SearchStrategy[ex.Expr]:
+        return st.one_of(
+            st.builds(ex.Bin, st.sampled_from(["+", "-", "*", "/", "%", "&", "|"]), c, c),
+            st.builds(ex.Bin, st.sampled_from(["<<", ">>"]), c, st.one_of(small_ints.map(ex.Int), c)),
+            st.builds(lambda f, a, b: ex.Call(f, (a, b)), st.sampled_from(["min", "max", "cdiv"]), c, c),
+            st.builds(lambda a: ex.Call("abs", (a,)), c),
+            st.builds(lambda a: ex.Un("neg", a), c),
+            st.builds(ex.Cond, bools, c, c),
+        )
+
+    return st.recursive(leaves, extend, max_leaves=12)
+
+
+def expressions(variables: tuple[str, ...] = VARS) -> st.SearchStrategy[ex.Expr]:
+    """Boolean expressions (rules) over integer variables, every operator of the notation."""
+    leaves = st.one_of(ints.map(ex.Int), st.sampled_from(variables).map(lambda n: ex.Ref((n,))))
+    bools: st.SearchStrategy[ex.Expr] = st.deferred(lambda: bool_exprs)
+    nums = _int_exprs(leaves, bools)
+    cmp = st.builds(ex.Bin, st.sampled_from(list(ex.CMP_OPS)), nums, nums)
+    inset = st.builds(lambda a, items: ex.InSet(a, tuple(items)), nums, st.lists(nums, min_size=1, max_size=3))
+    base = st.one_of(cmp, inset, nums)  # a number as a condition means "non-zero"
+    bool_exprs = st.recursive(
+        base,
+        lambda c: st.one_of(
+            st.builds(ex.Bin, st.sampled_from(list(ex.BOOL_OPS)), c, c),
+            st.builds(lambda a: ex.Un("not", a), c),
+        ),
+        max_leaves=6,
+    )
+    return bool_exprs
+
+
+def nested(fn: str, depth: int, leaf: str = "x") -> ex.Expr:
+    e: ex.Expr = ex.Ref((leaf,))
+    for i in range(depth):
+        e = ex.Call(fn, (e, ex.Int(i))) if fn in ("min", "max", "cdiv") else ex.Bin(fn, e, ex.Int(i + 1))
+    return e
+
+
+# ---- docs ---------------------------------------------------------------------------------
+
+LOAD_NAMES = ("rows", "cols", "dram", "local", "local.row", "local.is_acc", "cfg.stride", "cfg.block_stride", "blocks")
+
+
+@st.composite
+def toy_rule_docs(draw: st.DrawFn) -> tuple[str, ex.Expr]:
+    """The toy doc plus one generated rule on `load` (any operator, edge constants)."""
+    e = draw(expressions(LOAD_NAMES))
+    rule = f'rule fz.gen on load "generated": {ex.show(e)}\n'
+    return TOY_TEXT.replace("rule load.fits on load", rule + "rule load.fits on load", 1), e
+
+
+@st.composite
+def param_docs(draw: st.DrawFn) -> str:
+    """The toy doc with generated parameters: chains that square, shift and divide."""
+    n = draw(st.integers(1, 6))
+    lines = []
+    names = ["dim", "sp_rows"]
+    for i in range(n):
+        e = draw(
+            _int_exprs(st.one_of(ints.map(ex.Int), st.sampled_from(names).map(lambda x: ex.Ref((x,)))), st.nothing())
+        )
+        lines.append(f"param fz{i} = {ex.show(e)}")
+        names.append(f"fz{i}")
+    if draw(st.booleans()):
+        lines.append(f"param fz_sq = {' * '.join([names[-1]] * draw(st.integers(2, 8)))}")
+    block = "\n".join(lines)
+    return TOY_TEXT.replace("param max_blocks = 2", "param max_blocks = 2\n" + block, 1)
+
+
+_HOSTILE = [
+    "not",
+    "__",
+    "_x",
+    "MVIN",
+    "Load",
+    "#include",
+    "a.b",
+    "0",
+    '"',
+    "%",
+    ":-",
+    "x(",
+    "\x00",
+    "é",
+    "if",
+    "then",
+    "min(" * 30,
+    "1 << (1 << 40)",
+    "9" * 300,
+    "0x" + "f" * 200,
+    "(" * 200 + "1" + ")" * 200,
+    "- " * 100 + "1",
+]
+
+
+@st.composite
+def corrupted_docs(draw: st.DrawFn, texts: tuple[str, ...]) -> str:
+    """A doc with a few edits: cut, duplicate or insert hostile tokens anywhere."""
+    text = draw(st.sampled_from(texts))
+    for _ in range(draw(st.integers(1, 3))):
+        pos = draw(st.integers(0, max(0, len(text) - 1)))
+        op = draw(st.sampled_from(["insert", "cut", "dup", "token"]))
+        if op == "insert":
+            text = text[:pos] + draw(st.text("(){}[],:.=+-*/<>!#\"'\n`abcxyzAZ019 _*%&|", max_size=8)) + text[pos:]
+        elif op == "cut":
+            text = text[:pos] + text[pos + draw(st.integers(1, 40)) :]
+        elif op == "dup":
+            n = draw(st.integers(1, 200))
+            text = text[:pos] + text[pos : pos + n] * draw(st.integers(2, 4)) + text[pos + n :]
+        else:
+            text = text[:pos] + " " + draw(st.sampled_from(_HOSTILE)) + " " + text[pos:]
+    return text
+
+
+@st.composite
+def hostile_names(draw: st.DrawFn) -> str:
+    """The toy doc with one declaration renamed to a hostile name."""
+    name = draw(st.sampled_from(["not", "__", "_a", "FENCE", "Fence", "STORE", "a'b", "notx", "x__"]))
+    what = draw(st.sampled_from(["instr", "memory", "state", "knob value", "unit"]))
+    if what == "instr":
+        return TOY_TEXT.replace(
+            "instr fence()\n  unit ctrl", f"instr fence()\n  unit ctrl\n\ninstr {name}()\n  unit ctrl"
+        )
+    if what == "memory":
+        return TOY_TEXT.replace("memory dram {", f"memory {name} {{ external, type: int8 }}\nmemory dram {{")
+    if what == "state":
+        return TOY_TEXT.replace("state ld[2]", f"state {name} {{ a: 0 }}\nstate ld[2]")
+    if what == "unit":
+        return TOY_TEXT.replace("instr fence()\n  unit ctrl", f"instr fence()\n  unit {name}")
+    return TOY_TEXT.replace("knob df: {ws, os}", f"knob df: {{ws, os, {name}}}")
+
+
+# ---- programs -----------------------------------------------------------------------------
+
+operand_values = st.one_of(
+    st.sampled_from([0, 1, 2, 3, 4, 5, 8, 16, 255, 256, 4096, 4100, 65535, 65536, 2**31 - 1, 2**31, 2**32 - 1, 2**32]),
+    st.integers(-5, 300),
+    st.integers(0, 2**64),
+)
+
+
+def operand_text(v: int) -> str:
+    return hex(v) if v > 4096 and v % 2 else str(v)
+
+
+def programs(signatures: dict[str, list[str]], max_size: int = 8) -> st.SearchStrategy[str]:
+    """Program text over a doc's mnemonics; operand kinds give the register prefix."""
+
+    @st.composite
+    def line(draw: st.DrawFn) -> str:
+        op = draw(st.sampled_from(sorted(signatures)))
+        parts = []
+        for kind in signatures[op]:
+            if kind:
+                parts.append(f"{kind}{draw(st.integers(0, 20))}")
+            else:
+                parts.append(operand_text(draw(operand_values)))
+        if draw(st.integers(0, 30)) == 0:  # occasionally the wrong operand count
+            parts = parts[:-1] if parts else ["1"]
+        return f"{op} {', '.join(parts)}".strip()
+
+    return st.lists(line(), min_size=1, max_size=max_size).map(lambda ls: "\n".join(ls) + "\n")
+
+
+def signatures(kb) -> dict[str, list[str]]:
+    return {m: [o.kind if o.kind in kb.regfiles else "" for o in ins.operands] for m, ins in kb.instrs.items()}
+
+
+# ---- mappings and parameters --------------------------------------------------------------
+
+json_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    ints,
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=6),
+)
+
+
+@st.composite
+def mapping_files(draw: st.DrawFn, base: dict, workload: object) -> str:
+    """A kb check mapping file: the base mapping with knobs set to edge or ill-typed values,
+    knobs dropped or added, or structurally broken / deeply nested JSON."""
+    kind = draw(st.sampled_from(["edit", "edit", "edit", "edit", "structure", "deep", "text"]))
+    if kind == "deep":
+        n = draw(st.sampled_from([50, 100, 1000, 100_000]))
+        return '{"workload": "x", "mapping": ' + "[" * n + "]" * n + "}"
+    if kind == "text":
+        return draw(st.text(max_size=40))
+    knobs = dict(base["knobs"])
+    for _ in range(draw(st.integers(1, 3))):
+        k = draw(st.sampled_from(sorted(knobs) + ["zz_unknown"]))
+        numeric = isinstance(base["knobs"].get(k), int) and not isinstance(base["knobs"].get(k), bool)
+        if numeric and draw(st.integers(0, 3)) < 3:
+            v = draw(ints)  # mostly well-typed: the constraints see edge values
+        else:
+            v = draw(
+                st.one_of(json_scalars, st.sampled_from(["ws", "os", "hw", "sw", "true", "false", "NOT", "x) :- a."]))
+            )
+        if draw(st.integers(0, 9)) == 9:
+            knobs.pop(k, None)
+        else:
+            knobs[k] = v
+    mapping = {"op": base["op"], "knobs": knobs}
+    data: dict = {"workload": workload, "mapping": mapping}
+    if kind == "structure":
+        data = draw(
+            st.sampled_from(
+                [
+                    {"mapping": mapping},
+                    {"workload": workload},
+                    {"workload": 5, "mapping": mapping},
+                    {"workload": workload, "mapping": {"op": 3, "knobs": knobs}},
+                    {"workload": workload, "mapping": []},
+                    {"op": base["op"], "shape": {"M": draw(ints)}, "mapping": mapping},
+                    [1, 2],
+                ]
+            )
+        )
+    return json.dumps(data)
+
+
+def overrides(param_names: list[str]) -> st.SearchStrategy[dict[str, int]]:
+    values = st.one_of(st.sampled_from(EDGE_INTS), st.integers(-3, 70), st.integers(1 << 100, 1 << 140))
+    return st.dictionaries(st.sampled_from(param_names + ["no_such_param"]), values, max_size=2)
