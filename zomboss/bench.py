@@ -231,7 +231,10 @@ def _execute_ray(
     except ImportError:
         raise ZombossError("--ray needs Ray: pip install 'zomboss[ray]'") from None
     if not ray.is_initialized():
-        ray.init(address=None if address in ("local", "auto-local") else address, ignore_reinit_error=True)
+        if address == "local":  # a Ray instance of our own for this run
+            ray.init(include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+        else:
+            ray.init(address=address, log_to_driver=False, ignore_reinit_error=True)
     remote = ray.remote(run_job)
     pending = {remote.remote(j, db): j for j in jobs}
     while pending:

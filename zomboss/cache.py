@@ -88,10 +88,14 @@ class RecordCodec:
         classes: Iterable[type],
         validators: dict[type, Callable[[Any], str | None]] | None = None,
         aliases: dict[str, Any] | None = None,
+        unions: dict[frozenset[type], Decoder] | None = None,
+        encoders: dict[type, Callable[[Any], Any]] | None = None,
     ) -> None:
         self._classes = {c.__name__: c for c in classes}
         self._validators = validators or {}
         self._aliases = aliases or {}  # names of forward references (e.g. "Expr") -> types
+        self._unions = unions or {}  # a union of these classes -> its own decoder
+        self._encoders = encoders or {}  # ... and how their members are stored
         self._decoders: dict[Any, Decoder] = {}
         self._fields: dict[type, list[tuple[str, Any]]] = {}
 
@@ -99,6 +103,9 @@ class RecordCodec:
     def encode(self, obj: Any) -> Any:
         if obj is None or isinstance(obj, bool | int | str):
             return obj
+        hook = self._encoders.get(type(obj))
+        if hook is not None:
+            return hook(obj)
         if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
             cls = type(obj)
             if self._classes.get(cls.__name__) is not cls:
@@ -117,13 +124,13 @@ class RecordCodec:
         return self.decoder(tp)(data)
 
     def decoder(self, tp: Any) -> Decoder:
-        key = tp
-        if key not in self._decoders:
-            self._decoders[key] = _pending  # recursive types: resolved on first use
-            self._decoders[key] = self._make(tp)
-        dec = self._decoders[key]
-        if dec is _pending:
-            return lambda v: self._decoders[key](v)
+        if tp in self._decoders:
+            return self._decoders[tp]
+        cell: list[Decoder] = []
+        self._decoders[tp] = lambda v: cell[0](v)  # what recursive references see meanwhile
+        dec = self._make(tp)
+        cell.append(dec)
+        self._decoders[tp] = dec
         return dec
 
     def _resolve(self, tp: Any) -> Any:
@@ -159,6 +166,12 @@ class RecordCodec:
             return _check(lambda v: v is None, "null")
         if origin in (typing.Union, types.UnionType):
             members = [self._resolve(a) for a in args]
+            plain = frozenset(m for m in members if m is not type(None))
+            if plain in self._unions:
+                fast = self._unions[plain]
+                if len(plain) == len(members):
+                    return fast
+                return lambda v: None if v is None else fast(v)
             classes = {m.__name__: m for m in members if isinstance(m, type) and dataclasses.is_dataclass(m)}
             rest = [self.decoder(m) for m in members if not dataclasses.is_dataclass(m)]
             by_tag = {name: self.decoder(cls) for name, cls in classes.items()}
@@ -210,10 +223,21 @@ class RecordCodec:
             decs = [self.decoder(t) for _, t in fields]
             validate = self._validators.get(cls)
 
+            n = len(decs) + 1
+            names = [f for f, _ in fields]
+            # a plain dataclass (no __post_init__, no __slots__) can be filled without __init__,
+            # which for frozen ones is a setattr per field: the hot path of a cached load
+            direct = "__slots__" not in vars(cls) and not hasattr(cls, "__post_init__")
+            new = object.__new__
+
             def record(v: Any) -> Any:
-                if type(v) is not list or len(v) != len(decs) + 1 or v[0] != name:
+                if type(v) is not list or len(v) != n or v[0] != name:
                     raise RecordError(f"expected a {name} record, got {_what(v)}")
-                obj = cls(*(d(x) for d, x in zip(decs, v[1:], strict=True)))
+                if direct:
+                    obj = new(cls)
+                    obj.__dict__.update(zip(names, [d(x) for d, x in zip(decs, v[1:])]))  # noqa: B905 - lengths checked
+                else:
+                    obj = cls(*[d(x) for d, x in zip(decs, v[1:])])  # noqa: B905 - lengths checked
                 if validate is not None:
                     problem = validate(obj)
                     if problem:
@@ -222,10 +246,6 @@ class RecordCodec:
 
             return record
         raise TypeError(f"cannot decode {tp!r}")
-
-
-def _pending(v: Any) -> Any:  # pragma: no cover - replaced before use
-    raise AssertionError("decoder used while being built")
 
 
 def _check(ok: Callable[[Any], bool], what: str) -> Decoder:

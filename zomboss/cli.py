@@ -535,7 +535,12 @@ def build_parser() -> argparse.ArgumentParser:
     bn.add_argument("--time-limit", type=float, default=None, metavar="S", help="per-instance limit for --exhaustive")
     bn.add_argument("--defaults-only", action="store_true", help="only Candidate-0 of every instance (no search)")
     bn.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="local process pool size")
-    bn.add_argument("--ray", default=None, metavar="ADDRESS", help="fan out over a Ray cluster (zomboss[ray])")
+    bn.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help="fan out over a Ray cluster at ADDRESS, or 'local' to start one for this run (zomboss[ray])",
+    )
     bn.add_argument("--db", default=None, metavar="FILE", help="results store (default: $ZOMBOSS_RESULTS or results/)")
     bn.add_argument("--report", default=None, metavar="DIR", help="where report.md and the plots go")
     bn.add_argument("--fresh", action="store_true", help="forget stored results of these instances first")

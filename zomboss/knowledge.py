@@ -588,31 +588,95 @@ def _digest(doc_text: str, overrides: Mapping[str, int], where: str) -> str:
 _NAME = re.compile(NAME)
 
 
-def _expr_ok(e: Any) -> str | None:
-    """What a decoded expression node must satisfy to be one the parser could have built
-    (names and operators flow into generated Python and ASP)."""
-    if isinstance(e, ex.Int):
-        return None if abs(e.value).bit_length() <= ex.MAX_BITS else "integer beyond the limit"
-    if isinstance(e, ex.Ref):
-        return None if e.parts and all(_NAME.fullmatch(p) for p in e.parts) else f"bad name {e.parts!r}"
-    if isinstance(e, ex.Sym):
-        return None if _NAME.fullmatch(e.name) else f"bad symbol {e.name!r}"
-    if isinstance(e, ex.Bin):
-        return None if e.op in ex.CMP_OPS + ex.BOOL_OPS + ex.ARITH_OPS else f"unknown operator {e.op!r}"
-    if isinstance(e, ex.Un):
-        return None if e.op in ex.UN_OPS else f"unknown operator {e.op!r}"
-    if isinstance(e, ex.Call):
-        return None if ex.FUNCS.get(e.fn) == len(e.args) else f"unknown function {e.fn!r}"
-    if isinstance(e, ex.InSet):
-        return None if e.items else "empty set"
-    return None
+_BIN_OPS = frozenset(ex.CMP_OPS + ex.BOOL_OPS + ex.ARITH_OPS)
 
 
+class _ExprTable:
+    """The expressions of a stored KB, each distinct one once (children before parents), and
+    references to them by index: inlined lets repeat sub-expressions many times over."""
+
+    def __init__(self) -> None:
+        self.rows: list[list[Any]] = []
+        self._index: dict[ex.Expr, int] = {}
+        self.built: list[ex.Expr] = []
+
+    def put(self, e: ex.Expr) -> int:
+        i = self._index.get(e)
+        if i is not None:
+            return i
+        if isinstance(e, ex.Int):
+            row: list[Any] = ["Int", e.value]
+        elif isinstance(e, ex.Ref):
+            row = ["Ref", list(e.parts)]
+        elif isinstance(e, ex.Sym):
+            row = ["Sym", e.name]
+        elif isinstance(e, ex.Bin):
+            row = ["Bin", e.op, self.put(e.left), self.put(e.right)]
+        elif isinstance(e, ex.Un):
+            row = ["Un", e.op, self.put(e.arg)]
+        elif isinstance(e, ex.Call):
+            row = ["Call", e.fn, [self.put(a) for a in e.args]]
+        elif isinstance(e, ex.Cond):
+            row = ["Cond", self.put(e.cond), self.put(e.then), self.put(e.other)]
+        else:
+            row = ["InSet", self.put(e.arg), [self.put(a) for a in e.items]]
+        self._index[e] = len(self.rows)
+        self.rows.append(row)
+        return len(self.rows) - 1
+
+    def load(self, rows: Any) -> None:
+        """Build the stored expressions exactly as the parser could have built them (names
+        and operators flow into generated Python and ASP); a child must precede its parent."""
+        if type(rows) is not list:
+            raise RecordError("expected the expression table")
+        built = self.built = []
+        for v in rows:
+            built.append(_expr_row(v, built))
+
+    def get(self, i: Any) -> ex.Expr:
+        if type(i) is not int or not 0 <= i < len(self.built):
+            raise RecordError(f"not an expression reference: {str(i)[:20]}")
+        return self.built[i]
+
+
+def _expr_row(v: Any, built: list[ex.Expr]) -> ex.Expr:
+    n = len(built)
+
+    def ref(i: Any) -> ex.Expr:
+        if type(i) is not int or not 0 <= i < n:
+            raise RecordError(f"bad expression reference {str(i)[:20]}")
+        return built[i]
+
+    if type(v) is list and v:
+        tag, k = v[0], len(v)
+        if tag == "Ref" and k == 2 and type(v[1]) is list and v[1]:
+            if all(type(p) is str and _NAME.fullmatch(p) for p in v[1]):
+                return ex.Ref(tuple(v[1]))
+        elif tag == "Int" and k == 2 and type(v[1]) is int:
+            if abs(v[1]).bit_length() <= ex.MAX_BITS:
+                return ex.Int(v[1])
+        elif tag == "Bin" and k == 4 and v[1] in _BIN_OPS:
+            return ex.Bin(v[1], ref(v[2]), ref(v[3]))
+        elif tag == "Un" and k == 3 and v[1] in ex.UN_OPS:
+            return ex.Un(v[1], ref(v[2]))
+        elif tag == "Call" and k == 3 and type(v[2]) is list and ex.FUNCS.get(v[1]) == len(v[2]):
+            return ex.Call(v[1], tuple(ref(a) for a in v[2]))
+        elif tag == "Cond" and k == 4:
+            return ex.Cond(ref(v[1]), ref(v[2]), ref(v[3]))
+        elif tag == "InSet" and k == 3 and type(v[2]) is list and v[2]:
+            return ex.InSet(ref(v[1]), tuple(ref(a) for a in v[2]))
+        elif tag == "Sym" and k == 2 and type(v[1]) is str and _NAME.fullmatch(v[1]):
+            return ex.Sym(v[1])
+    raise RecordError(f"not an expression: {str(v)[:60]}")
+
+
+_TABLES: list[_ExprTable] = []  # the table of the KB being stored or loaded (innermost last)
 _EXPR_CLASSES = (ex.Int, ex.Ref, ex.Sym, ex.Bin, ex.Un, ex.Call, ex.Cond, ex.InSet)
 _CODEC = RecordCodec(
     (*dm.RECORDS, *_EXPR_CLASSES, MemoryInfo, LayoutInfo, RegFileInfo),
-    validators=dict.fromkeys(_EXPR_CLASSES, _expr_ok),
     aliases={"Expr": ex.Expr},
+    unions={frozenset(_EXPR_CLASSES): lambda v: _TABLES[-1].get(v)},
+    encoders=dict.fromkeys(_EXPR_CLASSES, lambda e: _TABLES[-1].put(e)),
 )
 # what a stored KB holds: everything but the fields derived from the doc on load
 _STORED = ("target", "doc", "params", "memories", "regfiles", "layouts", "states", "applies", "asp", "counts")
@@ -620,8 +684,14 @@ _STORED = ("target", "doc", "params", "memories", "regfiles", "layouts", "states
 
 def _kb_to_json(kb: KB) -> bytes:
     n_range = len(kb.rules) - len(kb.doc.rules)
-    payload = {name: _CODEC.encode(getattr(kb, name)) for name in _STORED}
-    payload["range_rules"] = _CODEC.encode(kb.rules[:n_range])
+    table = _ExprTable()
+    _TABLES.append(table)
+    try:
+        payload = {name: _CODEC.encode(getattr(kb, name)) for name in _STORED}
+        payload["range_rules"] = _CODEC.encode(kb.rules[:n_range])
+    finally:
+        _TABLES.pop()
+    payload["exprs"] = table.rows
     body = json.dumps(payload, separators=(",", ":")).encode()
     header = {"format": CACHE_FORMAT, "digest": kb.digest, "sha256": hashlib.sha256(body).hexdigest()}
     return json.dumps(header).encode() + b"\n" + body
@@ -637,12 +707,17 @@ def _kb_from_json(data: bytes, digest: str) -> KB:
     if header.get("digest") != digest or header.get("sha256") != hashlib.sha256(body).hexdigest():
         raise RecordError("digest mismatch")
     payload = json.loads(body)
-    if not isinstance(payload, dict) or set(payload) != {*_STORED, "range_rules"}:
+    if not isinstance(payload, dict) or set(payload) != {*_STORED, "range_rules", "exprs"}:
         raise RecordError("unexpected fields")
-    hints = typing.get_type_hints(KB, globalns={**vars(dm), **globals()})
-    vals = {name: _CODEC.decode(payload[name], hints[name]) for name in _STORED}
+    table = _ExprTable()
+    table.load(payload["exprs"])
+    _TABLES.append(table)
+    try:
+        vals = {name: _CODEC.decode(payload[name], _KB_HINTS[name]) for name in _STORED}
+        range_rules = _CODEC.decode(payload["range_rules"], list[dm.Rule])
+    finally:
+        _TABLES.pop()
     doc: dm.Doc = vals["doc"]
-    range_rules = _CODEC.decode(payload["range_rules"], list[dm.Rule])
     problem = unsafe_asp(vals["asp"])
     if problem:
         raise RecordError(f"the stored ASP program contains {problem}")
@@ -656,24 +731,39 @@ def _kb_from_json(data: bytes, digest: str) -> KB:
 
 
 _SAFE_DIRECTIVES = frozenset({"defined", "show", "false", "true"})
-_ASP_TOKENS = re.compile(r'"(?:[^"\\\n]|\\.)*"|%\*.*?\*%|%[^\n]*|#[A-Za-z_]*|@|"', re.S)
+_LINE_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|%[^\n]*|#[A-Za-z_]*|@|"')
+_SPECIAL = re.compile(r"[#@]")
 
 
 def unsafe_asp(text: str) -> str | None:
     """The first construct of an ASP text that could run code or read files (`#script`,
     `#include`, `@f(...)`, any directive other than #defined/#show/#false/#true), or None.
-    The KB cache is data: a loaded KB's program must pass this."""
-    for m in _ASP_TOKENS.finditer(text):
-        tok = m.group(0)
-        if tok[0] == "%" or (tok[0] == '"' and len(tok) > 1):
-            continue
-        if tok == '"':
-            return "an unterminated string"
-        if tok == "@" or tok[1:] not in _SAFE_DIRECTIVES:
-            return repr(tok)
+    The KB cache is data: a loaded KB's program must pass this.
+
+    clingo strings and `%` comments end with their line, so only the lines holding a `#` or
+    `@` are lexed; a block comment (`%*`, which this module never writes) is refused."""
+    if "%*" in text:
+        return "a block comment"
+    done = -1
+    for m in _SPECIAL.finditer(text):
+        start = text.rfind("\n", 0, m.start()) + 1
+        if start <= done:
+            continue  # this line was lexed already
+        end = text.find("\n", m.start())
+        end = len(text) if end < 0 else end
+        done = end
+        for t in _LINE_TOKENS.finditer(text, start, end):
+            tok = t.group(0)
+            if tok[0] == "%" or (tok[0] == '"' and len(tok) > 1):
+                continue
+            if tok == '"':
+                return "an unterminated string"
+            if tok == "@" or tok[1:] not in _SAFE_DIRECTIVES:
+                return repr(tok)
     return None
 
 
+_KB_HINTS = typing.get_type_hints(KB, globalns={**vars(dm), **globals()})
 _LOADED: dict[str, KB] = {}  # in-process memo by cache file (content digest): a KB is immutable once built
 _IN_MEMORY: dict[str, KB] = {}  # KBs built where the cache folder cannot be written
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from zomboss import expr as ex
 from zomboss.archdoc import DocError, parse_doc
 from zomboss.knowledge import compile_doc
-from zomboss.target import TARGET_NAMES, doc_path
+from zomboss.target import doc_path, target_names
 
 TOY = Path(__file__).parent / "data" / "toy.md"
 TEXT = TOY.read_text()
@@ -78,7 +78,7 @@ def test_unknown_function():
 
 
 _LOC = re.compile(r"^toy\.md:\d+(:\d+)?: ")
-_REAL_DOCS = {name: doc_path(name).read_text() for name in TARGET_NAMES}
+_REAL_DOCS = {name: doc_path(name).read_text() for name in target_names()}
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
