@@ -186,8 +186,10 @@ def _conv_hw(out: _Out, m: ConvView, wl: Workload, bufs: ConvBuffers, cfg: Gemmi
         last = kr0 + m.tile_krows >= R and kc0 + m.tile_kcols >= S and ch0 + m.tile_ich >= C
         irow, icol = r0 * st + kr0 - pad, c0 * st + kc0 - pad
         irows, icols = nr * st + nkr - 1, nc * st + nkc - 1  # as tiled_conv sizes the window
-        upad, lpad = max(-irow, 0), max(-icol, 0)
-        dpad, rpad = max(irow + irows - H, 0), max(icol + icols - W, 0)
+        # Padding is clamped to the window: a tile whose whole window lies in the padding (a
+        # kernel tile narrower than the padding) is all padding, never more than its own rows.
+        upad, lpad = min(max(-irow, 0), irows), min(max(-icol, 0), icols)
+        dpad, rpad = min(max(irow + irows - H, 0), irows - upad), min(max(icol + icols - W, 0), icols - lpad)
         inp = bufs.input + ((b0 * H + irow + upad) * W + icol + lpad) * C + ch0
         wts = bufs.weights + ((kr0 * S + kc0) * C + ch0) * K + o0
         a_id = b_id = 0

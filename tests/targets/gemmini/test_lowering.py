@@ -152,6 +152,17 @@ def test_random_conv_mappings_match_numpy(case: tuple[Workload, Mapping]) -> Non
     assert run(wl, m), (wl.spec, m.to_json())
 
 
+def test_a_kernel_tile_inside_the_padding_is_all_padding() -> None:
+    """A 1x1 kernel tile of a 3x3 kernel whose window lies wholly in a padding of 2: the loop's
+    pads are clamped to the window (CI found the mvin overrunning its block)."""
+    wl = TARGET.workload("conv:N=1,H=1,W=1,C=17,K=1,R=3,S=3,stride=1,pad=2,bias=0,relu=0")
+    m = mapping(
+        wl, loop="hw", tile_b=1, tile_orows=1, tile_ocols=1, tile_och=1, tile_ich=17, tile_krows=1,
+        tile_kcols=1, reuse_a=False, reuse_b=False, acc_init="zero",
+    )  # fmt: skip
+    assert legal(wl, m) and run(wl, m)
+
+
 # ---------------------------------------------------------------------------- the library oracle
 
 
