@@ -30,11 +30,24 @@ def main() -> int:
     ap.add_argument("--chunk", type=int, default=10, help="examples per class per turn")
     ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
     ap.add_argument("--no-slow", action="store_true", help="skip corrupted shipped docs (slow to build)")
+    ap.add_argument("--verbose", action="store_true", help="print each class as it starts")
     args = ap.parse_args()
+
+    import faulthandler
+    import signal
 
     from hypothesis import HealthCheck, given, settings
 
     from tests.fuzz import props
+
+    faulthandler.enable()
+
+    def stop(n: int, _frame: object) -> None:  # a long run says why it stops, then stops
+        print(f"fuzz: received signal {n}; stopping", flush=True)
+        raise SystemExit(128 + n)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop)
 
     table = dict(props.PROPERTIES)
     if not args.no_slow:
@@ -52,6 +65,8 @@ def main() -> int:
             if time.monotonic() >= deadline:
                 break
             strategies, prop = table[name]
+            if args.verbose:
+                print(f"  {name}", flush=True)
             test = settings(
                 max_examples=args.chunk,
                 deadline=None,

@@ -7,7 +7,6 @@ the program's facts; a disagreement is an internal error, never silently ignored
 from __future__ import annotations
 
 import json
-import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -18,6 +17,7 @@ from typing import Any
 from zomboss import asp
 from zomboss import expr as ex
 from zomboss.errors import WorkloadError, ZombossError
+from zomboss.inputs import MAX_INSTRUCTIONS, LimitError, load_json, over_budget, read_text
 from zomboss.knowledge import KB, load_kb
 from zomboss.legality import Checker, Violation, mapping_violations, parse_program
 from zomboss.mapping import MappingError, space
@@ -83,13 +83,8 @@ def _kb_for(target: str, overrides: Mapping[str, int]) -> KB:
 
 ASP_LIMIT = 20_000  # dynamic instructions clingo cross-checks by default (grounding grows ~quadratically with hazards)
 ASP_MAX = 1_000_000  # what clingo cross-checks at most, even with --asp-limit 0 (the facts take ~1 KB each)
-MAX_INSTRUCTIONS = 20_000_000  # default budget of dynamic instructions `kb check` executes (--max-instructions)
 MAX_REPORTED = 1000  # violations a report keeps (the rest are counted)
 PROGRESS_SECONDS = 2.0  # a check running longer reports its progress on stderr this often
-
-
-class LimitError(ZombossError):
-    """A resource budget ran out (the message names the budget and how to raise it)."""
 
 
 class Progress:
@@ -145,6 +140,9 @@ def check_program_text(
         program = t.read_program(Path(path), overrides) if Path(path).exists() else parse_program(kb, text, path)
     else:
         program = parse_program(kb, text, path)
+    least = t.min_instructions(program, overrides) if target in target_names() else len(program.instrs)
+    if least > len(program.instrs) and least > max_instructions:
+        raise over_budget(path, f"its hardware loops execute at least {least:,} instructions", max_instructions)
     if len(program.instrs) > max_instructions:
         raise LimitError(
             f"{path}: {len(program.instrs):,} instructions, more than the {max_instructions:,} kb check executes "
@@ -290,49 +288,9 @@ def check_mapping_values(kb: KB, op: str, values: Mapping[str, int | str], path:
     return CheckReport("mapping", path, out, len(space.constraints) + len(space.knobs), core, python_only=len(blind))
 
 
-MAX_PROGRAM_BYTES = 256 << 20  # a program or mapping file larger than this is refused
-MAX_JSON_DEPTH = 64  # nesting a mapping file may have
-
-
 def read_input(path: Path) -> str:
     """The text of a program or mapping file, or one clear error naming it."""
-    try:
-        if path.is_file() and path.stat().st_size > MAX_PROGRAM_BYTES:
-            raise ZombossError(f"{path}: larger than the {MAX_PROGRAM_BYTES >> 20} MB kb check reads")
-        return path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ZombossError(f"{path}: cannot read: {e.strerror or e}") from None
-    except UnicodeDecodeError as e:
-        raise ZombossError(
-            f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); expected a program or a mapping"
-        ) from None
-
-
-def load_json(text: str, path: str) -> Any:
-    """Parse a JSON input file; every failure (syntax, nesting beyond MAX_JSON_DEPTH, a
-    number too long to read) is one WorkloadError naming the file."""
-    depth = _json_depth(text)
-    if depth > MAX_JSON_DEPTH:
-        raise WorkloadError(f"{path}: JSON nested {depth} deep (at most {MAX_JSON_DEPTH})")
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise WorkloadError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
-    except (ValueError, RecursionError) as e:
-        raise WorkloadError(f"{path}: unreadable JSON: {e}") from None
-
-
-def _json_depth(text: str) -> int:
-    """Maximal bracket nesting outside strings (cheap; json.loads would recurse)."""
-    depth = best = 0
-    for m in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[{]|[\]}]', text):
-        c = m.group(0)
-        if c in "[{":
-            depth += 1
-            best = max(best, depth)
-        elif c in "]}":
-            depth -= 1
-    return best
+    return read_text(path, "a program or a mapping")
 
 
 def check_file(

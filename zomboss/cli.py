@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from zomboss.errors import ZombossError
+from zomboss.inputs import MAX_INSTRUCTIONS
 
 
 def _param_overrides(items: Sequence[str]) -> dict[str, int]:
@@ -319,20 +320,21 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     path = Path(args.program)
     if not path.exists():
         raise ZombossError(f"{path}: no such file")
-    res = t.simulate_file(path, _param_overrides(args.param))
+    res = t.simulate_file(path, _param_overrides(args.param), args.max_instructions)
     d = res.to_json()
     _emit(args, d, _result_text(d))
     return 1 if res.verified is False else 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from zomboss.inputs import output_file
     from zomboss.target import get_target
 
     t = get_target(args.target)
     wl = t.workload(args.workload)
     params = _param_overrides(args.param)
     mapping = _read_mapping(t, wl, Path(args.mapping), params) if args.mapping else None
-    out = t.export(wl, Path(args.output), params, mapping)
+    out = t.export(wl, output_file(Path(args.output)), params, mapping)
     _emit(args, {"target": args.target, "workload": wl.id, "path": str(out)}, f"wrote {out}")
     return 0
 
@@ -458,7 +460,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument(
         "--max-instructions",
         type=int,
-        default=20_000_000,
+        default=MAX_INSTRUCTIONS,
         metavar="N",
         help="stop after N executed instructions (default 20,000,000; hardware loops count every iteration)",
     )
@@ -518,6 +520,13 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("simulate", parents=[common], help="run a program file on the simulator and verify it")
     s.add_argument("target")
     s.add_argument("program")
+    s.add_argument(
+        "--max-instructions",
+        type=int,
+        default=MAX_INSTRUCTIONS,
+        metavar="N",
+        help="stop after N executed instructions (default 20,000,000; hardware loops count every iteration)",
+    )
     s.set_defaults(fn=cmd_simulate)
 
     e = sub.add_parser("export", parents=[common], help="write the kernel in the target's native form")
@@ -569,6 +578,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("zomboss: interrupted", file=sys.stderr)
         return 130
+    except OSError as e:  # a file or folder of the user's that cannot be read or written
+        if e.filename is None or os.environ.get("ZOMBOSS_DEBUG"):
+            return _internal(e)
+        print(f"zomboss: {e.filename}: {e.strerror or e}", file=sys.stderr)
+        return 2
     except RecursionError:
         print("zomboss: input nested too deeply to process (see docs/archdoc.md, Limits)", file=sys.stderr)
         return 2
@@ -579,12 +593,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     except Exception as e:  # noqa: BLE001 - internal bugs: one line, traceback on request
-        if os.environ.get("ZOMBOSS_DEBUG"):
-            raise
-        print(
-            f"zomboss: internal error: {type(e).__name__}: {e} (set ZOMBOSS_DEBUG=1 for a traceback)", file=sys.stderr
-        )
-        return 3
+        return _internal(e)
+
+
+def _internal(e: Exception) -> int:
+    if os.environ.get("ZOMBOSS_DEBUG"):
+        raise e
+    print(f"zomboss: internal error: {type(e).__name__}: {e} (set ZOMBOSS_DEBUG=1 for a traceback)", file=sys.stderr)
+    return 3
 
 
 if __name__ == "__main__":

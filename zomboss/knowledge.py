@@ -309,7 +309,7 @@ def _check_exprs(kb: KB) -> None:
             check(e, ms.loc, f"let {name} of mapping {ms.op}", msym)
 
 
-def _validate(kb: KB) -> None:
+def _validate(kb: KB, overrides: Mapping[str, int] | None = None) -> None:
     doc = kb.doc
     mnems = list(kb.instrs)
     seen: dict[str, dm.Loc] = {}
@@ -353,7 +353,7 @@ def _validate(kb: KB) -> None:
             raise DocError(f"{rule.loc}: rule id {rule.id!r} used twice (first at {rule_ids[rule.id]})")
         rule_ids[rule.id] = rule.loc
         if not rule.patterns:
-            _check_invariant(kb, rule)
+            _check_invariant(kb, rule, overrides or {})
             continue
         targets = [m for m in mnems if any(fnmatch.fnmatchcase(m, p) for p in rule.patterns)]
         for p in rule.patterns:
@@ -475,7 +475,7 @@ def _prev_scope(kb: KB, unit: str) -> set[str]:
     return out
 
 
-def _check_invariant(kb: KB, rule: dm.Rule) -> None:
+def _check_invariant(kb: KB, rule: dm.Rule, overrides: Mapping[str, int]) -> None:
     try:
         ok = ex.evaluate(rule.expr, kb.params)
     except ex.ExprError as e:
@@ -484,9 +484,9 @@ def _check_invariant(kb: KB, rule: dm.Rule) -> None:
         used = sorted({r.name for r in ex.refs(rule.expr)})
         vals = ", ".join(f"{n}={kb.params[n]}" for n in used if n in kb.params)
         locs = ", ".join(f"{n} at {p.loc}" for p in kb.doc.params for n in used if p.name == n)
-        raise DocError(
-            f"{rule.loc}: rule {rule.id} ({rule.message}) fails for the doc's own parameters: {vals} (defined: {locs})"
-        )
+        given = ", ".join(f"{k.lower()}={v}" for k, v in sorted(overrides.items()))
+        whose = f"the parameters with --param {given}" if given else "the doc's own parameters"
+        raise DocError(f"{rule.loc}: rule {rule.id} ({rule.message}) fails for {whose}: {vals} (defined: {locs})")
 
 
 def _layout(lay: dm.Layout, params: Mapping[str, int]) -> LayoutInfo:
@@ -553,7 +553,7 @@ def compile_doc(doc: dm.Doc, target: str, overrides: Mapping[str, int]) -> KB:
         rules=_range_rules(doc, regfiles) + list(doc.rules),
         applies={},
     )
-    _validate(kb)
+    _validate(kb, overrides)
     from zomboss.asp import kb_program  # ASP generation lives in one module
 
     kb.asp, kb.counts = kb_program(kb, library_text())

@@ -121,8 +121,15 @@ class Target(Protocol):
         (empty mapping for targets without registers); used by `kb check` on programs."""
         ...
 
-    def simulate_file(self, path: Path, params: Params) -> KernelResult:
-        """Run a program file (checked against the doc's rules) and verify it."""
+    def min_instructions(self, program: Program, params: Params) -> int:
+        """A lower bound of the instructions `program` executes (hardware loops multiplied
+        out where the program fixes their trip counts): what the instruction budget of
+        `kb check` and `simulate` refuses before a run starts."""
+        ...
+
+    def simulate_file(self, path: Path, params: Params, max_instructions: int = ...) -> KernelResult:
+        """Run a program file (checked against the doc's rules) and verify it, executing at
+        most `max_instructions` (zomboss.inputs.MAX_INSTRUCTIONS by default; LimitError beyond)."""
         ...
 
     def export(self, wl: Workload, out: Path, params: Params, mapping: KnobMapping | None = None) -> Path:

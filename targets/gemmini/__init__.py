@@ -27,7 +27,8 @@ from zomboss.targets.gemmini.simulator import SimResult, dynamic_stream, simulat
 from zomboss.targets.gemmini.suite import SCHEMAS, SUITE, workload
 from zomboss.targets.gemmini.timing import BREAKDOWN
 
-from zomboss.errors import ZombossError
+from zomboss.errors import WorkloadError, ZombossError
+from zomboss.inputs import MAX_INSTRUCTIONS, check_budget, read_json, read_text
 from zomboss.knowledge import KB
 from zomboss.mapping import Mapping as KnobMapping
 from zomboss.program import Instr, Program, ProgramSyntaxError, parse_lines
@@ -127,10 +128,7 @@ class GemminiTarget:
     def read_program(self, path: Path, params: Params) -> Program:
         """Parse the text form; mnemonics and operand counts follow the doc's signatures."""
         path = Path(path)
-        try:
-            text = path.read_text()
-        except OSError as e:
-            raise ZombossError(f"{path}: {e.strerror}") from None
+        text = read_text(path, "a Gemmini program")
         signatures = {name: tuple(op.name for op in ins.operands) for name, ins in self.kb(params).instrs.items()}
         instrs: list[Instr] = []
         for ins, _ in parse_lines(text, str(path), ()):
@@ -150,16 +148,22 @@ class GemminiTarget:
         into the commands their FSMs issue (what the simulator checks)."""
         return dynamic_stream(program, self.config(params))
 
-    def simulate_file(self, path: Path, params: Params) -> KernelResult:
+    def min_instructions(self, program: Program, params: Params) -> int:
+        """A lower bound of the instructions `program` executes (each hardware loop at least itself)."""
+        return len(program)
+
+    def simulate_file(self, path: Path, params: Params, max_instructions: int = MAX_INSTRUCTIONS) -> KernelResult:
         """Check and time a program file; verify it when its sidecar (`<file>.json`, written by
-        export) names the workload whose inputs the program reads."""
+        export) names the workload whose inputs the program reads. At most `max_instructions`
+        are executed, hardware loops expanded (LimitError beyond)."""
         path = Path(path)
+        budget = check_budget(max_instructions)
         cfg = self.config(params)
         program = self.read_program(path, params)
         side = sidecar_path(path)
         t0 = time.perf_counter()
         if not side.exists():
-            sim = simulate(program, cfg, None, functional=False, timing=True)
+            sim = simulate(program, cfg, None, functional=False, timing=True, max_instructions=budget)
             return KernelResult(
                 target=self.name,
                 workload=path.name,
@@ -179,8 +183,14 @@ class GemminiTarget:
         if isinstance(exported, dict) and _key(exported) != _key(params):
             given = ", ".join(f"{k}={v}" for k, v in _key(exported)) or "none"
             raise SidecarError(f"{side}: the program was exported for --param overrides {given}; pass the same ones")
-        wl = workload(str(meta["workload"]))
-        inst = self.instance(wl, params, int(meta.get("seed", 0)))
+        seed = meta.get("seed", 0)
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 1 << 63:
+            raise SidecarError(f"{side}: 'seed' must be an integer in 0..2^63-1, not {seed!r}")
+        try:
+            wl = workload(str(meta["workload"]))
+            inst = self.instance(wl, params, seed)
+        except WorkloadError as e:
+            raise WorkloadError(f"{side}: {e}") from None
         want = inst.buffers.__dict__
         try:
             got = {str(k): int(v) for k, v in dict(meta.get("buffers", {})).items()}
@@ -188,7 +198,7 @@ class GemminiTarget:
             raise SidecarError(f"{side}: 'buffers' must map operand names to integer addresses") from None
         if got != want:
             raise SidecarError(f"{side}: buffers {got} differ from the placement of {wl.id} ({want})")
-        sim = simulate(program, cfg, inst.dram(), functional=True, timing=True)
+        sim = simulate(program, cfg, inst.dram(), functional=True, timing=True, max_instructions=budget)
         assert sim.dram is not None
         return KernelResult(
             target=self.name,
@@ -258,10 +268,7 @@ def _report(sim: SimResult) -> dict[str, Any]:
 
 
 def _read_sidecar(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise SidecarError(f"{path}: not a readable JSON sidecar ({e})") from None
+    data = read_json(path, "a JSON sidecar")
     if not isinstance(data, dict) or "workload" not in data:
         raise SidecarError(f"{path}: a sidecar needs at least 'workload' (and 'buffers', 'seed')")
     return data

@@ -82,6 +82,9 @@ class GemminiConfig:
         row_hi, row_lo = layout.bits["row"]
         if row_lo != 0:
             raise ConfigError(f"{kb.doc.path}: the row field of local_addr must start at bit 0")
+        small = [n for n in names if int(p[n]) < 1]
+        if small:  # the doc's cfg.* rules should refuse this first; the simulator needs every size >= 1
+            raise ConfigError(f"{kb.doc.path}: parameter {small[0]}={p[small[0]]} must be at least 1")
         return cls(
             **{n: int(p[n]) for n in names},
             row_bits=row_hi + 1,

@@ -23,6 +23,7 @@ from zomboss.targets.gemmini.numerics import ONE_F32_BITS, f32_bits, scale_and_s
 from zomboss.targets.gemmini.suite import conv_out_dims
 
 from zomboss.errors import WorkloadError
+from zomboss.inputs import check_workload_bytes
 from zomboss.workload import Workload
 
 
@@ -122,6 +123,7 @@ def build_instance(wl: Workload, cfg: GemminiConfig, params: Mapping[str, int], 
         nbytes = nb * h * w * c + r * s * c * k + 4 * k + nb * oh * ow * k + (1 << 16)
     else:
         raise WorkloadError(f"{wl.id}: Gemmini has no kernels for op {wl.op!r} (ops: matmul, conv)")
+    check_workload_bytes(wl.id, nbytes)  # before anything is allocated
     out_addr = bufs.c if isinstance(bufs, MatmulBuffers) else bufs.output
     return GemminiInstance(wl, dict(params), seed, cfg, bufs, scale, out_addr, out_shape, tuple(sizes), nbytes)
 

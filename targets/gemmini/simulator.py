@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from zomboss.targets.gemmini.config import DOC, GemminiConfig
@@ -25,6 +25,7 @@ from zomboss.targets.gemmini.presets import DEFAULT_PRESET, Preset, get_preset
 from zomboss.targets.gemmini.timing import Timing
 
 from zomboss.errors import IllegalProgram
+from zomboss.inputs import over_budget
 from zomboss.legality import Checker
 from zomboss.program import Instr, Program
 
@@ -52,8 +53,18 @@ def kb_checker(cfg: GemminiConfig) -> Checker:
 class _Run:
     """One simulation: the engines and the per-instruction pipeline."""
 
-    def __init__(self, cfg: GemminiConfig, dram: Dram | None, functional: bool, timing: Preset | None, check: bool):
+    def __init__(
+        self,
+        cfg: GemminiConfig,
+        dram: Dram | None,
+        functional: bool,
+        timing: Preset | None,
+        check: bool,
+        budget: int | None = None,
+    ):
         self.cfg = cfg
+        self.budget = budget if budget is not None else 1 << 62
+        self.executed = 0
         self.checker = kb_checker(cfg) if check else None
         self.machine = Machine(cfg, dram if dram is not None else Dram()) if functional else None
         self.tm = Timing(cfg, timing) if timing is not None else None
@@ -101,10 +112,20 @@ class _Run:
         if tm is not None:
             tm.loop_end(fsm)
 
+    def _spend(self, n: int, program: Program, ins: Instr) -> None:
+        """Count `n` instructions about to execute against the budget."""
+        self.executed += n
+        if self.executed > self.budget:
+            path = program.meta.get("path") if program.meta else None
+            where = f"{path}:{ins.line}" if path else f"line {ins.line}"
+            raise over_budget(where, "the program executes more instructions", self.budget)
+
     def run(self, program: Program) -> None:
         cfg = self.cfg
+        spend = self._spend
         for ins in program.instrs:
             check_shape(ins)
+            spend(1, program, ins)
             op = ins.op
             if op in LOOP_WS_CONFIGS:
                 self.one(ins)
@@ -114,10 +135,14 @@ class _Run:
                 self.fsm[CONV_FSM].configure(ins)
             elif op == "loop_ws":
                 t = self.one(ins)
-                self.loop(WS_FSM, t, expand_loop_ws(cfg, self.fsm[WS_FSM], ins), ins.line)
+                exp = expand_loop_ws(cfg, self.fsm[WS_FSM], ins)
+                spend(len(exp.entries), program, ins)
+                self.loop(WS_FSM, t, exp, ins.line)
             elif op == "loop_conv_ws":
                 t = self.one(ins)
-                self.loop(CONV_FSM, t, expand_loop_conv_ws(cfg, self.fsm[CONV_FSM], ins, self.st_scale_bits), ins.line)
+                exp = expand_loop_conv_ws(cfg, self.fsm[CONV_FSM], ins, self.st_scale_bits)
+                spend(len(exp.entries), program, ins)
+                self.loop(CONV_FSM, t, exp, ins.line)
             else:
                 self.one(ins)
 
@@ -131,14 +156,23 @@ def simulate(
     timing: bool = True,
     preset: str | Preset = DEFAULT_PRESET,
     check: bool = True,
+    max_instructions: int | None = None,
 ) -> SimResult:
     """Simulate `program`; raises IllegalProgram on the first instruction that breaks a doc rule.
 
     `dram` is modified in place (and returned in the result) when `functional` is set; without
     one, an empty DRAM is used. Timing-only runs (`functional=False`) move no data.
+    `max_instructions` caps the executed instructions, hardware loops expanded (LimitError
+    beyond; a loop's commands are counted before it runs).
     """
-    run = _Run(cfg, dram, functional, get_preset(preset) if timing else None, check)
-    run.run(program)
+    run = _Run(cfg, dram, functional, get_preset(preset) if timing else None, check, max_instructions)
+    source = str(program.meta.get("path", "")) if program.meta else ""
+    try:
+        run.run(program)
+    except IllegalProgram as e:
+        if not source:
+            raise
+        raise IllegalProgram([replace(v, source=source) for v in e.violations]) from None
     stats: dict[str, Any] = {}
     rd = wr = 0
     if run.tm is not None:

@@ -26,6 +26,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from zomboss.errors import WorkloadError
+from zomboss.inputs import MAX_INSTRUCTIONS, check_budget
 from zomboss.knowledge import KB
 from zomboss.mapping import Mapping as KnobMapping
 from zomboss.program import Instr, Program
@@ -39,7 +41,7 @@ from .bounds import Bound, lower_bound, program_bound
 from .layout import Geometry, Kernel
 from .lowering import lower
 from .mapping import library_default
-from .simulator import DOC, PlenaConfig, PlenaRun, simulate
+from .simulator import DOC, PlenaConfig, PlenaRun, min_executed, simulate
 from .simulator import trace as sim_trace
 from .suite import SCHEMAS, SUITE, check_shape, workload
 from .timing import DEFAULT_MODES
@@ -172,16 +174,22 @@ class PlenaTarget:
         """The simulator's dynamic stream (empty HBM: addresses and trip counts do not depend on data)."""
         return sim_trace(program, self.config(params))
 
-    def simulate_file(self, path: Path, params: Params) -> KernelResult:
+    def min_instructions(self, program: Program, params: Params) -> int:
+        """A lower bound of the instructions `program` executes (its hardware loops multiplied out)."""
+        return min_executed(program, self.kb(params))
+
+    def simulate_file(self, path: Path, params: Params, max_instructions: int = MAX_INSTRUCTIONS) -> KernelResult:
         """Check and time a program file; verify it when the export sidecar (`<file>.json`)
-        says which workload's inputs it reads and where its output lies."""
+        says which workload's inputs it reads and where its output lies. At most
+        `max_instructions` are executed (LimitError beyond)."""
         path = Path(path)
+        budget = check_budget(max_instructions)
         cfg = self.config(params)
         program = self.read_program(path, params)
         side = X.sidecar_path(path)
         t0 = time.perf_counter()
         if not side.exists():
-            run = simulate(program, cfg, modes=DEFAULT_MODES, functional=False)
+            run = simulate(program, cfg, modes=DEFAULT_MODES, functional=False, max_instructions=budget)
             return KernelResult(
                 target=self.name,
                 workload=path.name,
@@ -199,9 +207,12 @@ class PlenaTarget:
         wl, layout, meta = X.read_sidecar(side)
         written_for = {k: v for k, v in (meta.get("params") or {}).items() if cfg.params.get(k) != v}
         seed = int(meta.get("seed", 0))  # the direct-generation baseline asks for unseen seeds
-        inst = self.instance(wl, params, seed)
+        try:
+            inst = self.instance(wl, params, seed)
+        except WorkloadError as e:
+            raise WorkloadError(f"{side}: {e}") from None
         others = [self.instance(wl, params, seed + i) for i in range(1, self.extra_seeds + 1)]
-        ver = verify(Kernel(program, layout), [inst, *others])
+        ver = verify(Kernel(program, layout), [inst, *others], max_instructions=budget)
         bound = lower_bound(wl, cfg.params)
         return KernelResult(
             target=self.name,

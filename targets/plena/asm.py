@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from zomboss.errors import ZombossError
+from zomboss.inputs import read_text
 from zomboss.program import Instr, Program, ProgramSyntaxError, parse_lines
 
 REG_PREFIXES = ("gp", "f", "a")
@@ -133,13 +133,7 @@ def parse_program(kb, text: str, path: str = "<program>") -> Program:
 def read_program(kb, path: str | Path) -> Program:
     """Read an assembly file (raises ZombossError with the reason when it cannot be read)."""
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ZombossError(f"{p}: cannot read: {e.strerror}") from None
-    except UnicodeDecodeError as e:
-        raise ZombossError(f"{p}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-    return parse_program(kb, text, str(p))
+    return parse_program(kb, read_text(p, "PLENA assembly"), str(p))
 
 
 def register_positions(kb, op: str) -> tuple[tuple[int, str], ...]:

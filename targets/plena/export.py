@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from zomboss.errors import ZombossError
+from zomboss.inputs import read_json
 from zomboss.knowledge import KB
 from zomboss.program import Program
 from zomboss.workload import Workload
@@ -103,12 +104,7 @@ def write(
 
 def read_sidecar(path: Path) -> tuple[Workload, KernelLayout, dict[str, Any]]:
     """(workload, layout, whole sidecar) of an exported kernel's sidecar file."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ZombossError(f"{path}: cannot read: {e.strerror}") from None
-    except json.JSONDecodeError as e:
-        raise ZombossError(f"{path}: not JSON: {e}") from None
+    data = read_json(path, "a JSON sidecar")
     if not isinstance(data, dict) or data.get("format") != SIDECAR_FORMAT:
         raise ZombossError(f"{path}: not a {SIDECAR_FORMAT} sidecar")
     try:
@@ -116,4 +112,11 @@ def read_sidecar(path: Path) -> tuple[Workload, KernelLayout, dict[str, Any]]:
         wl = Workload(id=str(w["id"]), op=str(w["op"]), shape={k: int(v) for k, v in w["shape"].items()})
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise ZombossError(f"{path}: malformed workload entry ({type(e).__name__}: {e})") from None
-    return wl, KernelLayout.from_json(data.get("layout", {})), data
+    seed = data.get("seed", 0)
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 1 << 63:
+        raise ZombossError(f"{path}: 'seed' must be an integer in 0..2^63-1, not {seed!r}")
+    try:
+        layout = KernelLayout.from_json(data.get("layout", {}))
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise ZombossError(f"{path}: malformed layout entry ({type(e).__name__}: {e})") from None
+    return wl, layout, data

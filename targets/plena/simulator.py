@@ -37,6 +37,7 @@ from zomboss.targets.plena.numerics import bf16_bits_scalar, bf16_round, fp16_th
 
 from zomboss import expr as ex
 from zomboss.errors import IllegalProgram, ZombossError
+from zomboss.inputs import over_budget
 from zomboss.knowledge import KB
 from zomboss.legality import Checker, Violation
 from zomboss.program import Instr, Program
@@ -303,6 +304,39 @@ class _Block:
         self.executions = 0
 
 
+def min_executed(program: Program, kb: KB) -> int:
+    """A lower bound of the instructions `program` executes when it runs to its end: its
+    hardware loops multiplied out. A loop counts once when its body contains C_BREAK or names
+    its counter register (which could end it early), or when the register that opened it
+    does not close it. What the instruction budget refuses before a run starts."""
+    gp_operands = {
+        name: tuple(i for i, o in enumerate(sig.operands) if o.kind == "gp") for name, sig in kb.instrs.items()
+    }
+    stack: list[list[int]] = [[1, 0, -1, 0]]  # per open loop: count, instructions, counter register, counts once
+    for ins in program.instrs:
+        op, args = ins.op, ins.args
+        regs = {args[i] for i in gp_operands.get(op, ()) if i < len(args)}
+        for frame in stack[1:]:
+            if op == "C_BREAK" or (frame[2] in regs and op not in ("C_LOOP_END", "C_LOOP_START")):
+                frame[3] = 1
+            if op == "C_LOOP_START" and regs & {frame[2]}:
+                frame[3] = 1
+        if op == "C_LOOP_START" and len(args) == 2:
+            stack[-1][1] += 1
+            stack.append([max(int(args[1]), 1), 0, int(args[0]), 0])
+        elif op == "C_LOOP_END" and len(stack) > 1 and args[:1] == (stack[-1][2],):
+            count, body, _, once = stack.pop()
+            stack[-1][1] += body + 1 if once else count * (body + 1)
+        else:
+            if op == "C_LOOP_END":  # closes an outer loop early, or none
+                for frame in stack[1:]:
+                    frame[3] = 1
+            stack[-1][1] += 1
+    while len(stack) > 1:  # loops never closed: once
+        stack[-2][1] += stack.pop()[1]
+    return stack[0][1]
+
+
 class _Run:
     """One execution: decoded program, machine, checker and timing accumulators."""
 
@@ -345,6 +379,12 @@ class _Run:
         self.hazard_cycles = 0
         self.overlap = T.Overlap(kb) if "overlap" in self.modes else None
         self.budget = budget if budget is not None else 1 << 62
+        if budget is not None:
+            least = min_executed(program, kb)
+            if least > budget:
+                raise over_budget(
+                    self.source or "the program", f"its hardware loops execute at least {least:,} instructions", budget
+                )
 
     def _decode(self, ins: Instr, pc: int, shared: _Shared, probing: bool) -> _Decoded:
         kb = self.kb
@@ -371,9 +411,8 @@ class _Run:
         m.executed-th instruction) is about to execute."""
         m = self.m
         if m.executed > self.budget:
-            raise IllegalProgram(
-                [self._violation("sim.budget", f"the run exceeded max_instructions = {self.budget}", ins, {})]
-            )
+            where = f"{self.source}:{ins.line}" if self.source else f"line {ins.line}"
+            raise over_budget(where, "the program executes more instructions", self.budget)
         maxl = self.cfg.max_loop_instructions
         if m.loops and m.executed - m.loops[0][2] > maxl:
             lp = m.loops[0]
@@ -630,8 +669,10 @@ def simulate(
     (`fpsram_fp16=False` rounds straight to BF16). `vram_init` is a flat element array placed
     at address 0, or a mapping {element address: flat values}. With `check`, every executed
     instruction is checked against the doc's rules and the first violation raises
-    `IllegalProgram` (rule id, program line, values); legal programs always terminate, so
-    `max_instructions` (a cap on executed instructions) matters only for unchecked runs.
+    `IllegalProgram` (rule id, program line, values). `max_instructions` caps the executed
+    instructions (LimitError beyond; a program whose loops multiplied out exceed it is
+    refused before it starts): legal programs always terminate, but nested loops may take
+    longer than anyone would wait.
 
     `functional=False` is a timing-only run: no data moves and nothing is computed, only what
     timing and control flow read (registers, CSRs, loop counters, INT SRAM, DMA addresses),

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from zomboss.errors import WorkloadError
+from zomboss.inputs import check_workload_bytes
 from zomboss.workload import OpSchema, Workload, parse_spec
 
 # Baseline geometry the suite is defined for (reference §5.2 "Fixed HW").
@@ -113,7 +114,27 @@ def check_shape(wl: Workload, mlen: int = MLEN, blen: int = BLEN, mram_tiles: in
     elif wl.op == "rope":
         _multiple(wl, "rows", blen, rows_why)
         _multiple(wl, "head_dim", mlen, tile_why)
+    check_workload_bytes(wl.id or wl.op, data_bytes(wl))
     return wl
+
+
+def data_bytes(wl: Workload) -> int:
+    """Bytes of the float32 tensors a workload's inputs, intermediates and output take in its
+    golden reference (what building an instance allocates, at the least)."""
+    s = wl.shape
+    if wl.op == "linear":
+        elems = s["M"] * s["K"] + s["K"] * s["N"] + s["M"] * s["N"]
+    elif wl.op in ("rmsnorm", "softmax"):
+        elems = 2 * s["rows"] * s.get("hidden", s.get("cols", 0))
+    elif wl.op == "ffn":
+        elems = 2 * s["rows"] * s["hidden"] + 3 * s["hidden"] * s["inter"] + 2 * s["rows"] * s["inter"]
+    elif wl.op == "attention":
+        elems = 2 * s["sq"] * s["d"] + 2 * s["skv"] * s["d"] + s["sq"] * s["skv"]
+    elif wl.op == "rope":
+        elems = 5 * s["rows"] * s["head_dim"]
+    else:
+        elems = 0
+    return 4 * elems
 
 
 SUITE: tuple[Workload, ...] = tuple(Workload(id=i, op=op, shape=dict(shape)) for i, op, shape in _SUITE)

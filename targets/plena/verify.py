@@ -217,7 +217,12 @@ class PlenaInstance:
         return self._staged[key]
 
 
-def verify(kernel: Kernel, instances: Sequence[PlenaInstance], modes: Sequence[str] = MODES) -> Verification:
+def verify(
+    kernel: Kernel,
+    instances: Sequence[PlenaInstance],
+    modes: Sequence[str] = MODES,
+    max_instructions: int | None = None,
+) -> Verification:
     """Simulate `kernel` on every instance's inputs and check it against its golden reference:
     the first functionally, timed and checked against the doc's rules (raising IllegalProgram
     when the program breaks one), the others functionally only (legality and timing do not
@@ -226,7 +231,15 @@ def verify(kernel: Kernel, instances: Sequence[PlenaInstance], modes: Sequence[s
     first: PlenaRun | None = None
     for i, inst in enumerate(instances):
         hbm0, fp = inst.staged(kernel.layout)
-        run = simulate(kernel.program, inst.cfg, hbm0, fpsram_init=fp, modes=modes if i == 0 else (), check=i == 0)
+        run = simulate(
+            kernel.program,
+            inst.cfg,
+            hbm0,
+            fpsram_init=fp,
+            modes=modes if i == 0 else (),
+            check=i == 0,
+            max_instructions=max_instructions,
+        )
         first = first or run
         checks.append(check_output(inst.seed, run, kernel.layout, inst.reference, hbm0))
     assert first is not None, "at least one instance"

@@ -431,7 +431,7 @@ from hypothesis import strategies as st  # noqa: E402
 from tests.fuzz.strategies import expressions, ints  # noqa: E402
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
 @given(expressions(), st.tuples(ints, ints, ints))
 def test_python_and_asp_agree_on_random_expressions(e, values):
     from tests.fuzz.props import _agree
@@ -439,3 +439,145 @@ def test_python_and_asp_agree_on_random_expressions(e, values):
     status, py, by_asp, wide = _agree(e, values)
     if status == "ok" and not wide:
         assert py == by_asp, (ex.show(e), values)
+
+
+# ---- the simulators share kb check's instruction budget (issue 12, phase 2) -----------------------
+
+NESTED_LOOPS = (
+    "C_LOOP_START gp1, 4194303\nC_LOOP_START gp2, 33000\nS_ADDI_INT gp5, gp5, 1\nC_LOOP_END gp2\nC_LOOP_END gp1\n"
+)
+
+
+@pytest.mark.parametrize("command", [["simulate", "plena"], ["kb", "check", "plena"]])
+def test_nested_loops_beyond_the_budget_are_refused_before_they_run(tmp_path, capsys, command):
+    prog = tmp_path / "loops.asm"
+    prog.write_text(NESTED_LOOPS)
+    t0 = time.perf_counter()
+    assert main([*command, str(prog)]) == 2
+    assert time.perf_counter() - t0 < 5
+    err = capsys.readouterr().err
+    assert err.startswith(f"zomboss: {prog}: its hardware loops execute at least 276,832,386,607 instructions")
+    assert "--max-instructions N" in err and err.count("\n") == 1
+
+
+def test_simulate_takes_max_instructions(tmp_path, capsys):
+    prog = tmp_path / "l.asm"
+    prog.write_text("C_LOOP_START gp1, 500\nS_ADDI_INT gp5, gp5, 1\nC_LOOP_END gp1\n")
+    assert main(["simulate", "plena", str(prog), "--max-instructions", "1000"]) == 2
+    assert "more than the budget of 1,000 executed instructions" in capsys.readouterr().err
+    assert main(["simulate", "plena", str(prog), "--max-instructions", "1001"]) == 0  # exactly 1001
+    capsys.readouterr()
+    assert main(["simulate", "plena", str(prog), "--max-instructions", "0"]) == 2
+    assert "--max-instructions 0: must be at least 1" in capsys.readouterr().err
+
+
+def test_gemmini_counts_loop_commands_against_the_budget(tmp_path):
+    from zomboss.inputs import LimitError as Limit
+    from zomboss.target import get_target
+
+    t = get_target("gemmini")
+    out = t.export(t.workload("mm256"), tmp_path / "k.c", {})
+    asm = out.with_suffix(".asm")
+    full = t.simulate_file(asm, {})
+    assert full.verified
+    executed = sum(full.extra["counts"].values())
+    assert t.simulate_file(asm, {}, executed).verified
+    with pytest.raises(
+        Limit, match=rf"k\.asm:\d+: the program executes more instructions, more than the budget of {executed - 1:,}"
+    ):
+        t.simulate_file(asm, {}, executed - 1)
+
+
+# ---- workloads are bounded before anything is allocated ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("target", "spec"),
+    [
+        ("gemmini", "matmul:M=20000,N=20000,K=20000"),
+        ("gemmini", "conv:N=64,H=512,W=512,C=256,K=64,R=3,S=3,stride=1,pad=1"),
+        ("plena", "linear:M=19968,K=19968,N=19968"),
+        ("plena", "attention:sq=65536,skv=65536,d=64"),
+    ],
+)
+def test_huge_workloads_are_refused_by_size(target, spec, capsys):
+    import tracemalloc
+
+    tracemalloc.start()
+    assert main(["default", target, spec]) == 2
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 64 << 20
+    assert "more than the 256 MiB a workload may have" in capsys.readouterr().err
+
+
+def test_sidecars_naming_huge_workloads_are_refused_by_size(tmp_path, capsys):
+    from zomboss.target import get_target
+
+    out = get_target("plena").export(get_target("plena").workload("rms_4x384"), tmp_path / "k.asm", {})
+    side = json.loads((tmp_path / "k.asm.json").read_text())
+    side["workload"] = {"id": "big", "op": "linear", "shape": {"M": 19968, "K": 19968, "N": 19968}}
+    (tmp_path / "k.asm.json").write_text(json.dumps(side))
+    assert main(["simulate", "plena", str(out)]) == 2
+    assert capsys.readouterr().err.startswith(f"zomboss: {tmp_path / 'k.asm.json'}: big: its operands take 4.5 GiB")
+    get_target("gemmini").export(get_target("gemmini").workload("mm256"), tmp_path / "g.c", {})
+    side = json.loads((tmp_path / "g.asm.json").read_text())
+    side["workload"] = "matmul:M=20000,N=20000,K=20000"
+    (tmp_path / "g.asm.json").write_text(json.dumps(side))
+    assert main(["simulate", "gemmini", str(tmp_path / "g.asm")]) == 2
+    assert capsys.readouterr().err.startswith(f"zomboss: {tmp_path / 'g.asm.json'}: matmul:M=20000")
+
+
+# ---- parameters outside their declared domains are refused when the configuration is built --------
+
+
+@pytest.mark.parametrize(
+    ("param", "rule"),
+    [
+        ("sp_capacity_kib=1", "cfg.library_tiling"),
+        ("acc_capacity_kib=1", "cfg.tiles"),
+        ("rs_ld=0", "cfg.queues"),
+        ("rs_st=-1", "cfg.queues"),
+        ("scale_one=0", "cfg.scale_one"),
+    ],
+)
+def test_gemmini_parameters_outside_their_domains_name_the_rule(param, rule, capsys):
+    assert main(["default", "gemmini", "mm256", "--param", param]) == 2
+    err = capsys.readouterr().err
+    assert "gemmini.md:" in err and f"rule {rule} " in err and f"--param {param}" in err and err.count("\n") == 1
+
+
+def test_gemmini_config_needs_positive_sizes():
+    from zomboss.targets.gemmini.config import ConfigError, GemminiConfig
+
+    kb = load_kb(Path(__file__).parents[2] / "targets" / "gemmini" / "gemmini.md")
+    object.__setattr__(kb, "params", {**kb.params, "rs_ex": 0})
+    with pytest.raises(ConfigError, match="parameter rs_ex=0 must be at least 1"):
+        GemminiConfig.from_kb(kb)
+
+
+# ---- every file a command reads or writes fails with its name ---------------------------------------
+
+
+@pytest.mark.parametrize("target", ["gemmini", "plena"])
+def test_simulate_refuses_binary_programs_and_deep_sidecars(tmp_path, capsys, target):
+    binary = tmp_path / "b.asm"
+    binary.write_bytes(bytes(range(256)) * 4)
+    assert main(["simulate", target, str(binary)]) == 2
+    assert capsys.readouterr().err.startswith(f"zomboss: {binary}: not UTF-8 text")
+    prog = tmp_path / "p.asm"
+    prog.write_text("fence\n" if target == "gemmini" else "S_ADDI_INT gp1, gp0, 1\n")
+    (tmp_path / "p.asm.json").write_text("[" * 100_000 + "]" * 100_000)
+    assert main(["simulate", target, str(prog)]) == 2
+    assert capsys.readouterr().err.startswith(f"zomboss: {tmp_path / 'p.asm.json'}: JSON nested 100000 deep")
+
+
+@pytest.mark.parametrize(("target", "wl"), [("gemmini", "mm256"), ("plena", "rms_4x384")])
+def test_export_to_a_folder_or_an_unwritable_place_is_one_line(tmp_path, capsys, target, wl):
+    assert main(["export", target, wl, "-o", "/"]) == 2
+    assert capsys.readouterr().err == "zomboss: /: is a folder; give the file to write (e.g. /kernel)\n"
+    assert main(["export", target, wl, "-o", str(tmp_path)]) == 2
+    assert "is a folder" in capsys.readouterr().err
+    assert main(["export", target, wl, "-o", "/proc/zomboss/k.c"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("zomboss: /proc/zomboss") and "internal error" not in err and err.count("\n") == 1

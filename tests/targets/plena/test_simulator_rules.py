@@ -3,11 +3,14 @@ with the rule it names (driven from plena.md itself), and the dynamic stream is 
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from zomboss.targets.plena.asm import parse_program
-from zomboss.targets.plena.simulator import DOC, simulate, trace
+from zomboss.targets.plena.simulator import DOC, min_executed, simulate, trace
 
 from zomboss.errors import IllegalProgram
+from zomboss.inputs import LimitError
 from zomboss.knowledge import load_kb
 from zomboss.legality import Checker
 
@@ -125,8 +128,31 @@ def test_trace_raises_on_faults_only_the_simulator_sees(cfg) -> None:
     assert len(seen) == 3 and e.value.violations[0].rule == "loop.end"
 
 
-def test_unchecked_runs_can_be_capped(cfg) -> None:
-    prog = parse_program(cfg.kb, "C_LOOP_START gp1, 2\nS_ADDI_INT gp1, gp0, 5\nC_LOOP_END gp1\n", "t")
-    with pytest.raises(IllegalProgram) as e:
-        simulate(prog, cfg, check=False, max_instructions=1000)
-    assert e.value.violations[0].rule == "sim.budget" and e.value.violations[0].index == 1000
+def test_runs_have_an_instruction_budget(cfg) -> None:
+    # the body resets the loop counter (rule loop.counter, unchecked here): only the budget stops it
+    endless = parse_program(cfg.kb, "C_LOOP_START gp1, 2\nS_ADDI_INT gp1, gp0, 5\nC_LOOP_END gp1\n", "t")
+    legal = parse_program(cfg.kb, "C_LOOP_START gp1, 600\nS_ADDI_INT gp5, gp5, 1\nC_LOOP_END gp1\n", "t")
+    for prog, check in ((endless, False), (legal, True)):
+        with pytest.raises(
+            LimitError,
+            match=r"^t(:\d)?: .* more than the budget of 1,000 executed instructions \(raise it with --max-instructions N",
+        ):
+            simulate(prog, cfg, check=check, max_instructions=1000)
+
+
+def test_loops_beyond_the_budget_are_refused_before_they_run(cfg) -> None:
+    nested = (
+        "C_LOOP_START gp1, 4194303\nC_LOOP_START gp2, 33000\nS_ADDI_INT gp5, gp5, 1\nC_LOOP_END gp2\nC_LOOP_END gp1\n"
+    )
+    prog = parse_program(cfg.kb, nested, "t")
+    assert min_executed(prog, cfg.kb) == 1 + 4194303 * (1 + 33000 * 2 + 1)
+    t0 = time.perf_counter()
+    with pytest.raises(LimitError, match=r"its hardware loops execute at least 276,832,386,607 instructions"):
+        simulate(prog, cfg, max_instructions=20_000_000)
+    assert time.perf_counter() - t0 < 1
+    # a loop that could end early counts once: C_BREAK, or a body that writes its counter
+    for body, least in (("C_BREAK", 4), ("S_ADDI_INT gp1, gp0, 1", 4), ("C_LOOP_START gp1, 2", 6)):
+        p = parse_program(cfg.kb, f"C_LOOP_START gp1, 1000\n{body}\nS_ADDI_INT gp5, gp5, 1\nC_LOOP_END gp1\n", "t")
+        assert min_executed(p, cfg.kb) == least, body
+    exact = parse_program(cfg.kb, "C_LOOP_START gp1, 10\nS_ADDI_INT gp5, gp5, 1\nC_LOOP_END gp1\n", "t")
+    assert min_executed(exact, cfg.kb) == simulate(exact, cfg).instructions == 21

@@ -1,0 +1,111 @@
+"""Reading what users hand in, within documented limits (docs/archdoc.md, "Limits").
+
+Every program, mapping and sidecar file is read here: bounded in size, decoded as UTF-8 and,
+for JSON, bounded in nesting before it is parsed, each failure one error naming the file.
+The run budgets live here too, so that `kb check` and every simulator stop at the same
+limits with the same message: the dynamic instructions a run executes (`--max-instructions`)
+and the bytes a workload's operands take (checked before anything is allocated).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from zomboss.errors import WorkloadError, ZombossError
+
+MAX_INPUT_BYTES = 256 << 20  # a program, mapping or sidecar file larger than this is refused
+MAX_JSON_DEPTH = 64  # nesting a JSON input may have
+MAX_INSTRUCTIONS = 20_000_000  # default budget of executed instructions (kb check, simulate: --max-instructions)
+MAX_WORKLOAD_BYTES = 256 << 20  # the operands (inputs, intermediates, output) of one workload, in bytes
+
+
+class LimitError(ZombossError):
+    """A resource budget ran out (the message names the budget and how to raise it)."""
+
+
+def read_text(path: Path, what: str = "a program or a mapping") -> str:
+    """The text of an input file, or one clear error naming it."""
+    path = Path(path)
+    try:
+        if path.is_dir():
+            raise ZombossError(f"{path}: is a folder; expected {what}")
+        if path.is_file() and path.stat().st_size > MAX_INPUT_BYTES:
+            raise ZombossError(f"{path}: larger than the {MAX_INPUT_BYTES >> 20} MB an input file may have")
+        return path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ZombossError(f"{path}: cannot read: {e.strerror or e}") from None
+    except UnicodeDecodeError as e:
+        raise ZombossError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); expected {what}") from None
+
+
+def load_json(text: str, path: str) -> Any:
+    """Parse a JSON input; every failure (syntax, nesting beyond MAX_JSON_DEPTH, a number too
+    long to read) is one WorkloadError naming the file."""
+    depth = _json_depth(text)
+    if depth > MAX_JSON_DEPTH:
+        raise WorkloadError(f"{path}: JSON nested {depth} deep (at most {MAX_JSON_DEPTH})")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise WorkloadError(f"{path}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
+    except (ValueError, RecursionError) as e:
+        raise WorkloadError(f"{path}: unreadable JSON: {e}") from None
+
+
+def read_json(path: Path, what: str = "JSON") -> Any:
+    return load_json(read_text(path, what), str(path))
+
+
+def _json_depth(text: str) -> int:
+    """Maximal bracket nesting outside strings (cheap; json.loads would recurse)."""
+    depth = best = 0
+    for m in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[{]|[\]}]', text):
+        c = m.group(0)
+        if c in "[{":
+            depth += 1
+            best = max(best, depth)
+        elif c in "]}":
+            depth -= 1
+    return best
+
+
+def check_budget(max_instructions: int) -> int:
+    if isinstance(max_instructions, bool) or not isinstance(max_instructions, int) or max_instructions < 1:
+        raise ZombossError(f"--max-instructions {max_instructions}: must be at least 1")
+    return max_instructions
+
+
+def over_budget(path: str, what: str, budget: int) -> LimitError:
+    """The one message of an exhausted instruction budget; `what` says what was executed or
+    would be ("the program executes more than ...", "its hardware loops run ...")."""
+    return LimitError(
+        f"{path}: {what}, more than the budget of {budget:,} executed instructions "
+        "(raise it with --max-instructions N; hardware loops count every iteration)"
+    )
+
+
+def check_workload_bytes(name: str, nbytes: int) -> None:
+    """Refuse a workload whose operands would take more than MAX_WORKLOAD_BYTES, before any
+    of them is allocated."""
+    if nbytes > MAX_WORKLOAD_BYTES:
+        raise WorkloadError(
+            f"{name}: its operands take {_size(nbytes)}, more than the {MAX_WORKLOAD_BYTES >> 20} MiB "
+            "a workload may have (docs/archdoc.md, Limits)"
+        )
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 30):,.1f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):,.1f} MiB"
+
+
+def output_file(path: Path) -> Path:
+    """An output path a command may write: not a folder, with a file name."""
+    path = Path(path)
+    if path.is_dir() or not path.name or str(path).endswith(("/", "\\")):
+        raise ZombossError(f"{path}: is a folder; give the file to write (e.g. {path / 'kernel'})")
+    if path.exists() and not path.is_file():
+        raise ZombossError(f"{path}: not a regular file")
+    return path
