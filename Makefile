@@ -4,7 +4,7 @@ VENV    := .venv
 BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 
-.PHONY: run test install lint typecheck unit bench clean
+.PHONY: run test test-slow install lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -30,7 +30,12 @@ typecheck: install
 	$(BIN)/mypy zomboss solvers targets
 
 unit: install
-	$(BIN)/pytest -n 2
+	$(BIN)/pytest -n 2 -m "not slow"
+
+# The long end-to-end checks (full verification of the largest defaults, ...); CI runs them
+# after `make test`.
+test-slow: install
+	$(BIN)/pytest -n 2 -m slow
 
 test: lint typecheck unit
 

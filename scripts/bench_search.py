@@ -56,7 +56,8 @@ def main() -> None:
         for op, wl in ops.items():
             inst = t.instance(wl, {}, 0)  # type: ignore[arg-type]
             pool = build_pool(kb, op, wl.shape, k=2, near=t.reference_mappings(wl, {})["library"], budget_s=60)  # type: ignore[attr-defined]
-            cands = pool.candidates()
+            # one point per distinct mapping: classes of an op without integer knobs repeat theirs
+            cands = list({c.mapping: c for c in pool.candidates()}.values())
             sample = rng.sample(cands, min(args.samples, len(cands)))
             est, cyc, broken = [], [], 0
             for c in sample:

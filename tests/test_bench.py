@@ -81,6 +81,7 @@ def test_killed_bench_resumes_without_repeating(tmp_path):
     assert res["verified"] is True
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     not Path(sys.executable).with_name("ray").exists() and not os.environ.get("CI"),
     reason="Ray is not installed (pip install 'zomboss[ray]'; CI installs it, so there this test never skips)",

@@ -15,6 +15,7 @@ import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
 import clingo
@@ -242,7 +243,7 @@ def enumeration_program(kb, ms: dm.MappingSpace) -> str:
     return "\n".join([F.render(facts, wide=True), *mapping_rules(kb, ms, cons), library_text()]) + "\n"
 
 
-def kb_facts(kb) -> list[F.Fact]:
+def kb_facts(kb, *, mappings: bool = True) -> list[F.Fact]:
     out: list[F.Fact] = [F.TargetFact(F.Sym(kb.target))]
     out += [F.ParamFact(F.Sym(k), v) for k, v in kb.params.items()]
     for m in kb.memories.values():
@@ -296,7 +297,7 @@ def kb_facts(kb) -> list[F.Fact]:
         out.append(F.RuleAppliesFact(rid, F.Sym(h.reader)))
     for w in kb.doc.workloads:
         out += [F.WorkloadKeyFact(F.Sym(w.op), F.Text(k)) for k in w.keys]
-    for ms in kb.doc.mappings:
+    for ms in kb.doc.mappings if mappings else ():
         out += mapping_facts(kb, ms)
     return out
 
@@ -308,10 +309,11 @@ def _hazard_accesses(kb) -> set[tuple[str, str, str]]:
     }
 
 
-def kb_program(kb, library: str) -> tuple[str, dict[str, int]]:
+def kb_program(kb, library: str, *, mappings: bool = True) -> tuple[str, dict[str, int]]:
     """The self-contained ASP text of a KB and its fact/rule counts. Integers beyond clingo's
-    32 bits appear in facts as strings of their digits (counted as `wide_facts`)."""
-    facts = kb_facts(kb)
+    32 bits appear in facts as strings of their digits (counted as `wide_facts`). Without
+    `mappings`, the mapping spaces' facts and rules are left out (see `check_asp`)."""
+    facts = kb_facts(kb, mappings=mappings)
     rules: list[str] = []
     for r in kb.rules:
         rules += rule_asp(kb, r)
@@ -324,7 +326,7 @@ def kb_program(kb, library: str) -> tuple[str, dict[str, int]]:
             if (ins.name, acc.memory, "write") in hazard_mems:
                 rules += access_asp(kb, ins, acc, "write")
     rules += [hazard_asp(h) for h in kb.doc.hazards]
-    for ms in kb.doc.mappings:
+    for ms in kb.doc.mappings if mappings else ():
         rules += mapping_rules(kb, ms)
     lib_rules = sum(1 for line in library.splitlines() if ":-" in line and not line.lstrip().startswith("%"))
     origin = " ".join(f"{kb.target} (generated from {kb.doc.path}; do not edit)".split())  # one comment line
@@ -627,8 +629,19 @@ def program_facts(kb, events: Iterable[Event]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def check_asp(kb) -> str:
+    """The part of the KB's program that checks programs: every fact and rule but the mapping
+    spaces' (whose per-constraint violation rules are about three quarters of a target's KB
+    and would be grounded for nothing), with the legality library alone. Built once per KB."""
+    cached = kb.__dict__.get("_asp_check")
+    if cached is None:
+        legality = resources.files("zomboss.kbrules").joinpath("legality.lp").read_text()
+        cached = kb.__dict__["_asp_check"] = kb_program(kb, legality, mappings=False)[0]
+    return cached
+
+
 def check_program(kb, facts: str) -> list[AspViolation]:
-    atoms = solve_atoms(kb.asp, facts)
+    atoms = solve_atoms(check_asp(kb), facts)
     found = {
         AspViolation(a.arguments[0].string, a.arguments[1].number)
         for a in atoms

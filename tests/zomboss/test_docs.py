@@ -152,3 +152,24 @@ def test_operand_rules(name, rid, tmp_path):
     for v in good:
         found = [x for x in _check(name, kb, with_value(v)) if x.index == at]
         assert rid not in {x.rule for x in found}, f"{operand}={v} raised {rid}"
+
+
+@pytest.mark.parametrize("name", ["gemmini", "plena"])
+def test_the_program_check_leaves_out_only_the_mapping_spaces(name):
+    """Program checks ground `asp.check_asp` (the KB without its mapping spaces): it keeps
+    every program violation rule and gives the whole KB's verdict on the doc's bad examples."""
+    kb = _kb(name)
+    lean = asp.check_asp(kb)
+    lean_lines = set(lean.splitlines())
+    assert all(line in lean_lines for line in kb.asp.splitlines() if line.startswith("violation("))
+    assert "mviolation(" not in lean and "mviolation(" in kb.asp
+    bad = [e for e in kb.examples if not e.ok][:3]
+    for e in bad:
+        prog = parse_program(kb, e.text, str(e.loc))
+        ch = Checker(kb)
+        ch.record = True
+        ch.check(_events(name, kb, prog))
+        facts = asp.program_facts(kb, ch.events)
+        whole = {(a.arguments[0].string, a.arguments[1].number) for a in asp.solve_atoms(kb.asp, facts)
+                 if a.name == "violation" and len(a.arguments) == 2 and a.arguments[1].number > 0}  # fmt: skip
+        assert whole and {(v.rule, v.pos) for v in asp.check_program(kb, facts)} == whole, e.loc
