@@ -35,6 +35,22 @@ class BenchJob:
     guide_options: Mapping[str, Any] = field(default_factory=dict)
 
 
+DIRECT = "direct"  # the direct-generation baseline (zomboss.direct), for --compare-direct
+
+
+def instance_options(options: Mapping[str, Any], target: str, workload: str, what: str) -> dict[str, Any]:
+    """LLM options for one instance of a bench: a recording (`--llm-record` / `--llm-replay`
+    FILE.jsonl) is one file per instance and run, FILE.<target>.<workload>.<what>.jsonl, since
+    instances run in parallel and every client starts its own recording."""
+    out = dict(options)
+    for k in ("record", "replay"):
+        if out.get(k):
+            path = Path(str(out[k]))
+            safe = "".join(c if c.isalnum() or c in "-_=" else "_" for c in workload)
+            out[k] = str(path.with_name(f"{path.stem}.{target}.{safe}.{what}{path.suffix or '.jsonl'}"))
+    return out
+
+
 def kind_of(guide: str | None, budget: int, seed: int, exhaustive: bool) -> str:
     if exhaustive:
         return "exhaustive"
@@ -57,6 +73,16 @@ def run_job(job: BenchJob, db: Path) -> tuple[bool, dict[str, Any]]:
                 res = default_result(t, wl, job.params)
                 d = res.to_json()
                 return bool(res.verified), d
+            if job.kind == DIRECT:
+                from zomboss.direct import run_direct, store_direct_calls
+                from zomboss.llm import open_client
+
+                opts = instance_options(job.guide_options, job.target, job.workload, DIRECT)
+                opts.pop("max_rounds", None)  # a guide option; direct runs have iteration budgets
+                client = open_client(opts, job.seed)
+                direct = run_direct(t, wl, job.params, client, None, job.seed)
+                store_direct_calls(store, direct, config_key(job.target, job.params))
+                return bool(direct.verified), direct.to_json()
             if job.kind == "exhaustive":
                 from zomboss.solvers.exhaustive import exhaustive
 
@@ -64,9 +90,8 @@ def run_job(job: BenchJob, db: Path) -> tuple[bool, dict[str, Any]]:
             else:
                 from zomboss.solvers.search import SolveConfig, solve
 
-                cfg = SolveConfig(
-                    guide=job.guide, budget=job.budget, seed=job.seed, guide_options=dict(job.guide_options)
-                )
+                opts = instance_options(job.guide_options, job.target, job.workload, "solve")
+                cfg = SolveConfig(guide=job.guide, budget=job.budget, seed=job.seed, guide_options=opts)
                 out = solve(t, wl, job.params, cfg, store=store)
             return bool(out.verified), out.to_json()
         finally:

@@ -340,13 +340,15 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from zomboss.bench import kind_of, run_bench, select, suites_for
+    from zomboss.bench import DIRECT, kind_of, run_bench, select, suites_for
     from zomboss.cache import results_dir
-    from zomboss.report import rows_of, write_report
+    from zomboss.report import compare_rows, rows_of, write_report
     from zomboss.store import Store
     from zomboss.target import config_key, get_target
 
     suites = suites_for(args.suite)
+    if args.compare_direct and (args.guide != "llm" or args.exhaustive or args.defaults_only):
+        raise ZombossError("--compare-direct compares the LLM guide with direct generation: use it with --guide llm")
     params = _param_overrides(args.param)
     db = _db(args)
     guide = None if args.defaults_only else args.guide
@@ -379,6 +381,22 @@ def cmd_bench(args: argparse.Namespace) -> int:
                 optima[(t, row.workload)] = int(row.payload["optimum_cycles"])
     store.close()
     rows = rows_of({p: results[p] for p in pairs if p in results}, ops, optima)
+    direct_rows: list[dict[str, Any]] | None = None
+    if args.compare_direct:
+        direct = run_bench(
+            pairs,
+            db,
+            kind=DIRECT,
+            seed=args.seed,
+            workers=args.workers,
+            ray_address=args.ray,
+            params=params,
+            guide_options=_llm_options(args),
+            fresh=args.fresh,
+            progress=not args.json,
+        )
+        direct_rows = compare_rows({p: results[p] for p in pairs if p in results}, direct)
+        wall = time.perf_counter() - t0
     folder = Path(args.report) if args.report else results_dir()
     config = {
         "kind": kind,
@@ -389,10 +407,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
         "store": str(db),
         "wall time": f"{wall:.1f} s",
     }
-    report = write_report(rows, folder, "Zomboss bench report", config)
+    report = write_report(rows, folder, "Zomboss bench report", config, direct=direct_rows)
     if args.json:
         print(
-            json.dumps({"db": str(db), "report": str(report), "wall_s": wall, "results": rows}, indent=2, default=str)
+            json.dumps(
+                {"db": str(db), "report": str(report), "wall_s": wall, "results": rows, "direct": direct_rows},
+                indent=2,
+                default=str,
+            )
         )
     else:
         from rich.console import Console
@@ -417,6 +439,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         for r in rows:
             if r["error"]:
                 print(f"{r['target']}:{r['workload']}: {r['error']}")
+        if direct_rows is not None:
+            from zomboss.report import compare_summary
+
+            for line in compare_summary(direct_rows):
+                print(line)
         print(f"{sum(r['verified'] for r in rows)}/{len(rows)} verified; report: {report}; bench wall time {wall:.1f}s")
     return 0 if rows and all(r["verified"] for r in rows) else 1
 
@@ -559,8 +586,18 @@ def build_parser() -> argparse.ArgumentParser:
     bn.add_argument("--llm-model", default=None)
     bn.add_argument("--llm-timeout", type=float, default=None)
     bn.add_argument("--llm-max-rounds", type=int, default=None)
-    bn.add_argument("--llm-record", default=None)
-    bn.add_argument("--llm-replay", default=None)
+    bn.add_argument(
+        "--llm-record",
+        default=None,
+        metavar="FILE.jsonl",
+        help="record every call, one FILE.<target>.<workload>.<run>.jsonl per instance",
+    )
+    bn.add_argument("--llm-replay", default=None, metavar="FILE.jsonl", help="replay the recordings --llm-record wrote")
+    bn.add_argument(
+        "--compare-direct",
+        action="store_true",
+        help="with --guide llm: also run the direct-generation baseline on every instance and report tokens and verified kernels of both",
+    )
     bn.set_defaults(fn=cmd_bench)
     return p
 

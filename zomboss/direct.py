@@ -425,6 +425,12 @@ def run_direct(
 
 def store_direct(store: Any, res: DirectResult, config: str) -> None:
     """The summary row (kind "direct") and one trials row per LLM call (mode "llm-direct")."""
+    store_direct_calls(store, res, config)
+    store.put(res.target, res.workload, "direct", config, res.verified, res.to_json())
+
+
+def store_direct_calls(store: Any, res: DirectResult, config: str) -> None:
+    """One trials row per LLM call of a direct run (mode "llm-direct"), with its usage."""
     for c in res.calls:
         store.put_trial(
             res.target,
@@ -440,4 +446,3 @@ def store_direct(store: Any, res: DirectResult, config: str) -> None:
             tokens=int(c["total"]),
             payload=c,
         )
-    store.put(res.target, res.workload, "direct", config, res.verified, res.to_json())

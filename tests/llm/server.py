@@ -9,7 +9,8 @@ as Retry-After), a delay longer than the client's timeout, a dropped connection,
 are kept for the test to inspect. Traffic is loopback only; the server stops with the test.
 
 `python -m tests.llm.server --port 8011 --policy sensible` runs it standalone for the CLI
-acceptance runs (policies: sensible, garbage, illegal, http500, http429, timeout, mixed, direct).
+acceptance runs (policies: sensible, garbage, illegal, http500, http429, timeout, mixed, direct, compare: sensible
+guide rounds and direct turns from one server, for `bench --compare-direct`).
 """
 
 from __future__ import annotations
@@ -272,15 +273,25 @@ POLICIES: dict[str, Callable[[dict[str, Any], int], Action]] = {
 }
 
 
+def is_direct(body: dict[str, Any]) -> bool:
+    """A direct-generation request (its tools include `submit`), not a guide round."""
+    return any((t.get("function") or {}).get("name") == "submit" for t in body.get("tools") or [])
+
+
+def both(guide: Callable[[dict[str, Any], int], Action], direct: Callable[[dict[str, Any], int], Action]):
+    """One server for `bench --compare-direct`: guide rounds and direct turns each get their policy."""
+    return lambda body, i: (direct if is_direct(body) else guide)(body, i)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--port", type=int, default=8011)
-    ap.add_argument("--policy", default="sensible", choices=sorted(POLICIES) + ["direct"])
+    ap.add_argument("--policy", default="sensible", choices=sorted(POLICIES) + ["direct", "compare"])
     args = ap.parse_args()
-    if args.policy == "direct":
+    if args.policy in ("direct", "compare"):
         from tests.llm.direct_policy import direct_policy
 
-        policy = direct_policy
+        policy = direct_policy if args.policy == "direct" else both(sensible, direct_policy)
     else:
         policy = POLICIES[args.policy]
     srv = Loopback(policy)
