@@ -355,21 +355,25 @@ def cmd_bench(args: argparse.Namespace) -> int:
     kind = kind_of(guide, args.budget, args.seed, args.exhaustive)
     pairs = select(suites, args.only or (), args.subset)
     t0 = time.perf_counter()
-    results = run_bench(
-        pairs,
-        db,
-        kind=kind,
-        guide=args.guide,
-        budget=args.budget,
-        seed=args.seed,
-        time_limit=args.time_limit,
-        workers=args.workers,
-        ray_address=args.ray,
-        params=params,
-        guide_options=_llm_options(args),
-        fresh=args.fresh,
-        progress=not args.json,
-    )
+
+    def bench(kind: str) -> dict[tuple[str, str], dict[str, Any]]:
+        return run_bench(
+            pairs,
+            db,
+            kind=kind,
+            guide=args.guide,
+            budget=args.budget,
+            seed=args.seed,
+            time_limit=args.time_limit,
+            workers=args.workers,
+            ray_address=args.ray,
+            params=params,
+            guide_options=_llm_options(args),
+            fresh=args.fresh,
+            progress=not args.json,
+        )
+
+    results = bench(kind)
     wall = time.perf_counter() - t0
     ops = {(t, w): get_target(t).workload(w).op for t, w in pairs}
     optima: dict[tuple[str, str], int] = {}
@@ -383,19 +387,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     rows = rows_of({p: results[p] for p in pairs if p in results}, ops, optima)
     direct_rows: list[dict[str, Any]] | None = None
     if args.compare_direct:
-        direct = run_bench(
-            pairs,
-            db,
-            kind=DIRECT,
-            seed=args.seed,
-            workers=args.workers,
-            ray_address=args.ray,
-            params=params,
-            guide_options=_llm_options(args),
-            fresh=args.fresh,
-            progress=not args.json,
-        )
-        direct_rows = compare_rows({p: results[p] for p in pairs if p in results}, direct)
+        direct_rows = compare_rows({p: results[p] for p in pairs if p in results}, bench(DIRECT))
         wall = time.perf_counter() - t0
     folder = Path(args.report) if args.report else results_dir()
     config = {
