@@ -41,11 +41,17 @@ def skeletons(kb: KB, op: str, shape: Mapping[str, int], limit: int = 0) -> Iter
     ctl = clingo.Control(["--warn=none", f"--models={limit}"])
     ctl.add("base", [], _program(kb, op) + facts + f"\nenumerate({F.term(F.Sym(op))}).\n")
     ctl.ground([("base", [])], context=asp._NoFunctions())  # no @f(...) term may call into Python
+    # Models repeat the same few (knob, value) atoms: decode each atom once (unpacking a clingo
+    # symbol costs several FFI calls, hashing it one), which is most of the enumeration's time.
+    decoded: dict[clingo.Symbol, tuple[str, str]] = {}
     with ctl.solve(yield_=True) as handle:
         for model in handle:
             chosen = {}
             for a in model.symbols(shown=True):
-                chosen[a.arguments[1].string] = str(a.arguments[2])
+                kv = decoded.get(a)
+                if kv is None:
+                    kv = decoded[a] = (a.arguments[1].string, str(a.arguments[2]))
+                chosen[kv[0]] = kv[1]
             yield Skeleton(op, tuple((k, chosen[k]) for k in order if k in chosen))
 
 
