@@ -224,7 +224,9 @@ def check_hostile_loops(depth: int, counts: list[int], body: str) -> None:
     def go() -> str:
         from zomboss.check import check_program_text
 
-        return check_program_text(kb, program, str(prog), "plena", {}, max_instructions=30_000, progress=None).text()
+        return check_program_text(
+            kb, program, str(prog), "plena", {}, asp_limit=500, max_instructions=5_000, progress=None
+        ).text()
 
     out = run(go, seconds=60)
     _note("hostile loops", out.kind)
@@ -275,6 +277,33 @@ def check_overrides(name: str, ov: dict[str, int]) -> None:
     if out.kind == "ok":
         for pname, value, shown in out.value:
             assert shown in (value, f'"{value}"'), f"param({pname}) is {value} but the KB says {shown}"
+
+
+def check_target_overrides(name: str, ov: dict[str, int], program: str) -> None:
+    """Parameter overrides through a target: its configuration, Candidate-0 of a small
+    workload (lowered and simulated timing-only) and a hostile program under the budget."""
+    prog = _fresh("p.asm", program)
+
+    def go() -> str:
+        from zomboss.errors import ZombossError
+        from zomboss.target import Mode, get_target
+
+        t = get_target(name)
+        wl = t.workload(SMALL[name])
+        inst = t.instance(wl, ov)
+        ev = t.evaluate(inst, t.reference_mappings(wl, ov)["library"], Mode.TIMING)
+        try:
+            t.simulate_file(prog, ov, 50_000)
+        except ZombossError as e:  # a refusal of the program, not of the overrides
+            return f"{ev.cycles} cycles; program: {str(e)[:80]}"
+        return f"{ev.cycles} cycles"
+
+    out = run(go, seconds=60)
+    _note(f"target overrides ({name})", out.kind)
+    check(out)
+
+
+SMALL = {"gemmini": "matmul:M=32,N=32,K=32", "plena": "rms_4x384"}
 
 
 # ---- 7. the cache folder: planted and modified entries --------------------------------------
@@ -404,6 +433,20 @@ def _mapping_case(name: str) -> st.SearchStrategy[tuple[str, str]]:
     return st.just(0).flatmap(build)
 
 
+_TARGET_PARAMS = {
+    "gemmini": [
+        "dim",
+        "sp_capacity_kib",
+        "acc_capacity_kib",
+        "sp_banks",
+        "acc_banks",
+        "max_bytes",
+        "rs_ld",
+        "rs_ex",
+        "rs_st",
+    ],
+    "plena": ["mlen", "vlen", "blen", "hlen", "mram_tiles", "fpsram_size", "hbm_m_prefetch", "hbm_v_prefetch"],
+}
 _PARAMS = {
     "toy": ["dim", "sp_kib", "max_blocks"],
     "gemmini": ["dim", "sp_capacity_kib", "max_bytes"],
@@ -434,6 +477,14 @@ PROPERTIES: dict[str, tuple[tuple[st.SearchStrategy[Any], ...], Callable[..., No
     "overrides (toy)": ((st.just("toy"), S.overrides(_PARAMS["toy"])), check_overrides),
     "overrides (gemmini)": ((st.just("gemmini"), S.overrides(_PARAMS["gemmini"])), check_overrides),
     "overrides (plena)": ((st.just("plena"), S.overrides(_PARAMS["plena"])), check_overrides),
+    "target overrides (gemmini)": (
+        (st.just("gemmini"), S.overrides(_TARGET_PARAMS["gemmini"]), _programs("gemmini")),
+        check_target_overrides,
+    ),
+    "target overrides (plena)": (
+        (st.just("plena"), S.overrides(_TARGET_PARAMS["plena"]), _programs("plena")),
+        check_target_overrides,
+    ),
     "cache entries": (
         (st.sampled_from(["pickle", "bytes", "flip", "script"]), st.binary(max_size=64), st.integers(0, 10**6)),
         check_cache,
