@@ -503,6 +503,29 @@ def _layout(lay: dm.Layout, params: Mapping[str, int]) -> LayoutInfo:
     return LayoutInfo(lay.name, width, bits)
 
 
+MAX_MEMORY_ELEMENTS = 1 << 26  # an on-chip memory's rows x width: the simulators allocate it
+
+
+def _check_memory_size(mem: MemoryInfo, loc: dm.Loc, overrides: Mapping[str, int]) -> None:
+    """On-chip memories have at least one row and element per row, and at most
+    MAX_MEMORY_ELEMENTS elements (docs/archdoc.md, Limits), refused at their declaration."""
+    if mem.external:
+        return
+    rows, width = mem.rows or 0, mem.width or 0
+    given = ", ".join(f"{k.lower()}={v}" for k, v in sorted(overrides.items()))
+    why = f" (with --param {given})" if given else ""
+    if rows < 1 or width < 1 or mem.banks < 1 or mem.ports < 1:
+        raise DocError(
+            f"{loc}: memory {mem.name}: rows, width, banks and ports must be at least 1, not "
+            f"{rows}, {width}, {mem.banks}, {mem.ports}{why}"
+        )
+    if rows * width > MAX_MEMORY_ELEMENTS:
+        raise DocError(
+            f"{loc}: memory {mem.name}: {rows} rows x {width} elements is more than the "
+            f"{MAX_MEMORY_ELEMENTS:,} elements an on-chip memory may have{why}"
+        )
+
+
 def compile_doc(doc: dm.Doc, target: str, overrides: Mapping[str, int]) -> KB:
     _check_names(doc)
     params = _eval_params(doc, overrides)
@@ -525,6 +548,7 @@ def compile_doc(doc: dm.Doc, target: str, overrides: Mapping[str, int]) -> KB:
             _num(f["ports"], params, m.loc, "ports") if "ports" in f else 1,
             m.external,
         )
+        _check_memory_size(memories[m.name], m.loc, overrides)
     regfiles = {
         r.name: RegFileInfo(
             r.name,

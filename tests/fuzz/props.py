@@ -180,10 +180,10 @@ def check_param_doc(text: str) -> None:
             assert shown in (value, f'"{value}"'), f"param({name}) is {value} but the KB says {shown}"
 
 
-def check_corrupted_doc(text: str) -> None:
+def check_corrupted_doc(text: str, cls: str = "corrupted docs") -> None:
     path = _fresh("doc.md", text)
     out = run(lambda: _compile(path).counts)
-    _note("corrupted docs", out.kind)
+    _note(cls, out.kind)
     check(out, located=str(path) + ":")
 
 
@@ -503,5 +503,5 @@ def _shipped_texts() -> tuple[str, ...]:
 
 SLOW_PROPERTIES["corrupted shipped docs"] = (
     (st.deferred(lambda: S.corrupted_docs(_shipped_texts())),),
-    check_corrupted_doc,
+    lambda text: check_corrupted_doc(text, "corrupted shipped docs"),
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import pickle
+import re
 import subprocess
 import sys
 import time
@@ -581,3 +582,21 @@ def test_export_to_a_folder_or_an_unwritable_place_is_one_line(tmp_path, capsys,
     assert main(["export", target, wl, "-o", "/proc/zomboss/k.c"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("zomboss: /proc/zomboss") and "internal error" not in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    ("param", "message"),
+    [
+        (
+            "mram_tiles=1267650600228229401496703205376",
+            r"plena\.md:\d+: memory mram: \d+ rows x 64 elements is more than",
+        ),
+        ("mram_tiles=0", r"plena\.md:\d+: memory mram: rows, width, banks and ports must be at least 1"),
+        ("vram_rows=100000000", r"plena\.md:\d+: memory vram: .* more than the 67,108,864 elements"),
+    ],
+)
+def test_on_chip_memories_are_bounded_at_their_declaration(param, message, capsys):
+    """Found by scripts/fuzz.py (target overrides (plena)): a huge mram_tiles reached numpy."""
+    assert main(["default", "plena", "rms_4x384", "--param", param]) == 2
+    err = capsys.readouterr().err
+    assert re.search(message, err) and f"(with --param {param})" in err and err.count("\n") == 1

@@ -63,7 +63,9 @@ def test_inconsistent_docs_name_the_culprit(tmp_path, edit, message):
 
 
 def test_contradictory_invariant_is_rejected_with_values(tmp_path):
-    with pytest.raises(DocError, match=r"rule cfg.sane .* fails for the doc's own parameters: dim=512, sp_rows=2"):
+    with pytest.raises(
+        DocError, match=r"rule cfg.sane .* fails for the parameters with --param dim=512: dim=512, sp_rows=2"
+    ):
         load_kb(_doc(tmp_path, TOY.read_text()), {"dim": 512}, use_cache=False)
 
 
