@@ -180,7 +180,15 @@ def check_param_doc(text: str) -> None:
             assert shown in (value, f'"{value}"'), f"param({name}) is {value} but the KB says {shown}"
 
 
-def check_corrupted_doc(text: str, cls: str = "corrupted docs") -> None:
+def check_corrupted_doc(text: str) -> None:
+    _corrupted(text, "corrupted docs")
+
+
+def check_corrupted_shipped_doc(text: str) -> None:
+    _corrupted(text, "corrupted shipped docs")
+
+
+def _corrupted(text: str, cls: str) -> None:
     path = _fresh("doc.md", text)
     out = run(lambda: _compile(path).counts)
     _note(cls, out.kind)
@@ -503,5 +511,5 @@ def _shipped_texts() -> tuple[str, ...]:
 
 SLOW_PROPERTIES["corrupted shipped docs"] = (
     (st.deferred(lambda: S.corrupted_docs(_shipped_texts())),),
-    lambda text: check_corrupted_doc(text, "corrupted shipped docs"),
+    check_corrupted_shipped_doc,
 )
