@@ -1,9 +1,9 @@
 """Cycle-approximate timing of a Gemmini instruction stream (reference §5.1-§5.2).
 
 Three decoupled engines (LOAD, EXECUTE, STORE) behind a reservation station (RS) with
-per-queue capacities, address-range dependencies between queues, a DMA that splits rows into
-aligned power-of-two TileLink requests with in-flight limits and 16-byte beats, a shared
-TLB, the execute unit's preload/compute overlap rule, config_ex draining the array,
+per-queue capacities, address-range dependencies between queues, a DMA that sends each row as
+the aligned power-of-two TileLink requests the RTL picks (over-fetching) with in-flight limits
+and 16-byte beats, DRAM row-buffer misses of an open-page DDR3, the execute unit's preload/compute overlap rule, config_ex draining the array,
 serialised mvouts and fences.
 
 The engine is a scoreboard evaluated in program order, which is exact for this model
@@ -49,10 +49,11 @@ BREAKDOWN = ("compute", "memory", "stall", "overhead")
 
 @lru_cache(maxsize=4096)
 def split_packets(offset: int, nbytes: int, max_packet: int) -> tuple[tuple[int, int], ...]:
-    """(offset, size) of the aligned power-of-two requests covering [offset, offset+nbytes).
+    """(offset, size) of the aligned power-of-two pieces exactly covering [offset, offset+nbytes).
 
-    The DMA takes the largest request aligned to its size that fits the remaining bytes
-    (`DMA.scala` StreamReader/StreamWriter). `offset` is the start address modulo max_packet.
+    The largest aligned piece that fits the remaining bytes each time, never over-fetching.
+    This is NOT what the DMA sends (it over-fetches and never goes below one beat): the timing
+    model uses `dma_packets`. `offset` is the start address modulo max_packet.
     """
     out = []
     a, end = offset, offset + nbytes
@@ -62,6 +63,40 @@ def split_packets(offset: int, nbytes: int, max_packet: int) -> tuple[tuple[int,
             size //= 2
         out.append((a - offset, size))
         a += size
+    return tuple(out)
+
+
+@lru_cache(maxsize=4096)
+def dma_packets(offset: int, nbytes: int, max_packet: int, beat_bytes: int) -> tuple[tuple[int, int, int], ...]:
+    """(request start relative to the row, request size, useful bytes) of the TileLink requests the
+    DMA sends for one row of `nbytes` bytes starting `offset` bytes into a max_packet block.
+
+    Both StreamReader and StreamWriter (`DMA.scala`: read_sizes / read_packets.reduce, lines
+    180-199; write_sizes / best_write_packet, lines 420-465 in gemmini-dosa 67ca2f9e and 426-471
+    in ucb-bar/gemmini 8c3f9923) consider every power-of-two size from one beat to max_packet,
+    aligned down to that size, and pick the one covering the most useful bytes (ties: the
+    smallest); the next request starts where the useful bytes ended (`next_vaddr = vaddr +
+    read_bytes_read`). A request may therefore fetch bytes outside the row (a 48-byte row at a
+    64-byte boundary is one 64-byte Get; the writer masks the extra bytes of its Put), and
+    nothing is ever smaller than one beat.
+    """
+    sizes = []
+    s = beat_bytes
+    while s <= max_packet:
+        sizes.append(s)
+        s *= 2
+    out = []
+    a, left = offset, nbytes
+    while left > 0:
+        best = (0, 0, 0)
+        for size in sizes:
+            o = a % size
+            got = size - o if size - o < left else left
+            if got > best[2]:
+                best = (a - o - offset, size, got)
+        out.append(best)
+        a += best[2]
+        left -= best[2]
     return tuple(out)
 
 
@@ -126,6 +161,7 @@ class Timing:
 
     def __init__(self, cfg: GemminiConfig, preset: Preset) -> None:
         self.cfg, self.p = cfg, preset
+        self.store_fixed_acc = preset.store_fixed_acc
         self.dim = cfg.dim
         self.row_mask = cfg.row_mask
         self.queue = queues()
@@ -169,9 +205,11 @@ class Timing:
         self.wr_ring = [0.0] * preset.max_wr_inflight  # acknowledgement times, circular
         self.wr_k = 0
         self.wr_last_ack = 0.0
-        # TLB (shared by reader and writer)
-        self.tlb: list[int] = []
-        self.tlb_last = -1
+        # DRAM row buffers (open-page DDR3): the row open in each (rank, bank), and the last row
+        # (address >> row_shift) a DMA request touched
+        self.row_shift = preset.dram_row_bytes.bit_length() - 1
+        self.open_rows = [-1] * preset.dram_row_buffers
+        self.row_last = -1
         # per-row dependency tables [spad, acc]: completion of the latest write (load or
         # execute) and of the latest read (execute or store) of every row. In the accumulator,
         # `w`/`r` share one table for load writes and store reads (the array never reads it: WS
@@ -180,12 +218,17 @@ class Timing:
         # does not. The RS has no execute-execute dependency (§5.1: ex commands issue in order
         # among themselves), and consecutive computes accumulating into the same rows is the
         # normal case (the array's accumulator write pipeline orders them, §5.1 floor of 4 rows).
+        # Loads do not wait for older loads (see `_mvin`): `acc_rd` (store reads of accumulator
+        # rows) and `sp_ex` (execute writes of scratchpad rows) are what a load waits for.
         sp, acc = cfg.sp_rows, [0.0] * cfg.acc_rows
         self.w = ([0.0] * sp, acc)
         self.r = ([0.0] * sp, acc)
         self.acc_ex = [0.0] * cfg.acc_rows
+        self.acc_rd = [0.0] * cfg.acc_rows
+        self.sp_ex = [0.0] * sp
         # statistics
-        self.rd_packets = self.wr_packets = self.rd_bytes = self.wr_bytes = self.tlb_misses = 0
+        self.rd_packets = self.wr_packets = self.rd_bytes = self.wr_bytes = self.row_misses = 0
+        self.rd_fetched = 0  # bytes the read requests carried (>= rd_bytes: requests over-fetch)
         self.pairs = self.overlapped = 0
         self.ex_busy = 0.0
         self.cfg_ex_stall = 0.0
@@ -213,8 +256,9 @@ class Timing:
             "rd_packets": self.rd_packets,
             "wr_packets": self.wr_packets,
             "rd_bytes": self.rd_bytes,
+            "rd_fetched_bytes": self.rd_fetched,
             "wr_bytes": self.wr_bytes,
-            "tlb_misses": self.tlb_misses,
+            "dram_row_misses": self.row_misses,
             "pairs": self.pairs,
             "overlapped_pairs": self.overlapped,
             "ex_busy": self.ex_busy,
@@ -372,19 +416,17 @@ class Timing:
     # ------------------------------------------------------------------------------------------
     # DMA helpers
     # ------------------------------------------------------------------------------------------
-    def _tlb_miss(self, page: int) -> float:
-        """Stall for a TLB lookup of `page` (LRU over tlb_entries) that is not the last page used."""
-        self.tlb_last = page
-        tlb = self.tlb
-        if page in tlb:
-            tlb.remove(page)
-            tlb.append(page)
+    def _row_miss(self, chunk: int) -> float:
+        """Stall for a request into DRAM row chunk (= address >> row_shift) when its bank has
+        another row open (open-page policy); `chunk` differs from the last request's."""
+        self.row_last = chunk
+        n = self.p.dram_row_buffers
+        key, row = chunk % n, chunk // n
+        if self.open_rows[key] == row:
             return 0.0
-        tlb.append(page)
-        if len(tlb) > self.p.tlb_entries:
-            del tlb[0]
-        self.tlb_misses += 1
-        return self.p.tlb_miss
+        self.open_rows[key] = row
+        self.row_misses += 1
+        return self.p.dram_row_miss
 
     def _read_rows(self, t: float, addr: int, nrows: int, nbytes: int, stride: int) -> tuple[float, float]:
         """Issue the read requests of nrows DRAM rows from time t; returns (issue end, last data).
@@ -395,21 +437,21 @@ class Timing:
         p = self.p
         mp, beat, lat = p.max_packet, p.beat_bytes, p.rd_latency
         cyc_per_beat = beat / p.rd_bytes_per_cycle
-        page_shift = p.page_bytes.bit_length() - 1
+        page_shift = self.row_shift
         ring, maxq, k = self.rd_ring, p.max_rd_inflight, self.rd_k
         chan = self.rd_chan
-        last_page = self.tlb_last
+        last_page = self.row_last
         if stride % mp == 0:
-            pk = split_packets(addr % mp, nbytes, mp)
+            pk = dma_packets(addr % mp, nbytes, mp, beat)
             if len(pk) == 1:  # the common case: one request per row
-                occ = -(-nbytes // beat) * cyc_per_beat
+                occ = -(-pk[0][1] // beat) * cyc_per_beat
                 for r in range(nrows):
                     free = ring[k]
                     if free > t:
                         t = free
                     page = (addr + r * stride) >> page_shift
                     if page != last_page:
-                        t += self._tlb_miss(page)
+                        t += self._row_miss(page)
                         last_page = page
                     arrive = t + lat
                     chan = (arrive if arrive > chan else chan) + occ
@@ -419,28 +461,31 @@ class Timing:
                 self.rd_chan, self.rd_k = chan, k
                 self.rd_packets += nrows
                 self.rd_bytes += nrows * nbytes
+                self.rd_fetched += nrows * pk[0][1]
                 return t, chan
-        npk = 0
+        npk = fetched = 0
         for r in range(nrows):
             a = addr + r * stride
-            pk = split_packets(a % mp, nbytes, mp)
-            for off, size in pk:
+            pk = dma_packets(a % mp, nbytes, mp, beat)
+            for off, size, _useful in pk:
                 free = ring[k]
                 if free > t:
                     t = free
                 page = (a + off) >> page_shift
                 if page != last_page:
-                    t += self._tlb_miss(page)
+                    t += self._row_miss(page)
                     last_page = page
                 arrive = t + lat
                 chan = (arrive if arrive > chan else chan) + -(-size // beat) * cyc_per_beat
                 ring[k] = chan
                 k = k + 1 if k + 1 < maxq else 0
                 t += 1
+                fetched += size
             npk += len(pk)
         self.rd_chan, self.rd_k = chan, k
         self.rd_packets += npk
         self.rd_bytes += nrows * nbytes
+        self.rd_fetched += fetched
         return t, chan
 
     # ------------------------------------------------------------------------------------------
@@ -461,15 +506,17 @@ class Timing:
         blocks = -(-cols // self.dim)
         hi = row + (blocks - 1) * self.ld_bstride[sid] + rows
         ready = t if t > self.ld_free else self.ld_free
-        v = max(self.w[m][row:hi])  # WAW on the destination (and WAR in the accumulator)
+        # The RS makes a load wait for older loads only until they have issued (deps_ld of a load:
+        # `entries_ld.map { e => e.valid && !e.bits.issued }`), which the in-order load engine
+        # already gives; address ranges only order it after older ex and st entries.
         if m:
+            v = max(self.acc_rd[row:hi])  # WAR: stores still reading these accumulator rows
             r = max(self.acc_ex[row:hi])  # WAW/WAR on rows an older preload still writes
-            if r > v:
-                v = r
         else:
-            r = max(self.r[0][row:hi])  # WAR on scratchpad rows the array or a store still reads
-            if r > v:
-                v = r
+            v = max(self.r[0][row:hi])  # WAR: the array or a store still reads these rows
+            r = max(self.sp_ex[row:hi])  # WAW: an older preload still writes its output here
+        if r > v:
+            v = r
         if v > ready:
             ready = v
         if dram == 0:  # ZeroWriter: one row (block) per cycle, no memory traffic
@@ -604,7 +651,10 @@ class Timing:
         p_done = end
         if c != GARBAGE:
             p_done = end + self.p.array_latency
-            (self.acc_ex if cm else w[0])[c_lo:c_hi] = [p_done] * (c_hi - c_lo)
+            if cm:
+                self.acc_ex[c_lo:c_hi] = [p_done] * (c_hi - c_lo)
+            else:
+                w[0][c_lo:c_hi] = self.sp_ex[c_lo:c_hi] = [p_done] * (c_hi - c_lo)
         self.busy_ex.add(start, p_done)
         if p_done > self.ex_drained:
             self.ex_drained = p_done
@@ -649,10 +699,10 @@ class Timing:
             v = max(self.acc_ex[row:hi])
             if v > ready:
                 ready = v
-        t0 = ready + (p.store_fixed_acc if m else p.store_fixed_spad)
+        t0 = ready + (self.store_fixed_acc if m else p.store_fixed_spad)
         mp, beat, lat = p.max_packet, p.beat_bytes, p.wr_latency
         cyc_per_beat = beat / p.wr_bytes_per_cycle
-        page_shift = p.page_bytes.bit_length() - 1
+        page_shift = self.row_shift
         ring, maxq, k = self.wr_ring, p.max_wr_inflight, self.wr_k
         chan = self.wr_chan
         per_row = n_sram / max(1, len(addrs))  # SRAM row reads per written DRAM row
@@ -661,13 +711,13 @@ class Timing:
         ack = self.wr_last_ack
         for a in addrs:
             tt += per_row
-            for off, size in split_packets(a % mp, nbytes, mp):
+            for off, size, _useful in dma_packets(a % mp, nbytes, mp, beat):
                 free = ring[k]
                 if free > tt:
                     tt = free
                 page = (a + off) >> page_shift
-                if page != self.tlb_last:
-                    tt += self._tlb_miss(page)
+                if page != self.row_last:
+                    tt += self._row_miss(page)
                 begin = tt if tt > chan else chan
                 chan = begin + -(-size // beat) * cyc_per_beat
                 ack = chan + lat
@@ -684,6 +734,11 @@ class Timing:
         for k in range(row, hi):  # a store's read completes no earlier than an older reader's
             if rt[k] < done:
                 rt[k] = done
+        if m:
+            ard = self.acc_rd
+            for k in range(row, hi):
+                if ard[k] < done:
+                    ard[k] = done
         self.wr_packets += npk
         self.wr_bytes += len(addrs) * nbytes
         heapq.heappush(self.rs[ST], done)

@@ -1,0 +1,143 @@
+"""Timing behaviours pinned to the RTL: reservation-station load ordering, DMA request selection,
+the store pipeline of the measured platform (each test's docstring names the RTL file and line).
+
+RTL revisions: ucb-bar/gemmini 8c3f9923 (current) and charleshong3/gemmini-dosa 67ca2f9e (the
+DOSA FireSim platform, `presets.DOSA_RTL`); both have the same ReservationStation and DMA logic.
+"""
+
+from __future__ import annotations
+
+import pytest
+from zomboss.targets.gemmini.isa import acc_addr
+from zomboss.targets.gemmini.presets import DEFAULT_PRESET, get_preset
+from zomboss.targets.gemmini.simulator import simulate
+from zomboss.targets.gemmini.timing import dma_packets
+
+from .conftest import ONE, prog
+
+P = get_preset(DEFAULT_PRESET)
+FAST = P.with_(cpu_issue=0.0, kernel_overhead=0.0)
+
+
+def _run(lines, cfg, preset=FAST):
+    return simulate(prog(*lines), cfg, None, functional=False, check=False, preset=preset)
+
+
+# ---------------------------------------------------------------------------- reservation station
+
+
+def _conv_input_loads(block_stride: int) -> list[tuple]:
+    """Eight conv-style input mvins of 64 channels (4 blocks) one pixel-row apart; with a large
+    block stride every mvin's conservative row range overlaps the next ones'."""
+    out: list[tuple] = [("config_ld", 0, 64, 0, block_stride, 1, ONE)]
+    out += [("mvin", 0x10000 + 1024 * t, 16 * t, 64, 16) for t in range(8)]
+    return [*out, ("fence",)]
+
+
+def test_a_load_waits_for_older_loads_only_until_they_issue(cfg):
+    """ReservationStation.scala (gemmini-dosa 67ca2f9e line 312; ucb-bar/gemmini 8c3f9923 line 329):
+    a new load's `deps_ld` are `entries_ld.map { e => e.valid && !e.bits.issued }`, cleared when the
+    older load issues, not when it completes; address ranges only order a load after older ex
+    and st entries. So loads whose ranges overlap stream like disjoint ones instead of each
+    waiting a memory round trip for the previous one's data."""
+    overlapping = _run(_conv_input_loads(block_stride=1024), cfg)  # range of mvin t: 16t .. 16t + 3*1024 + 16
+    separate = _run(
+        [("config_ld", 0, 64, 0, 16, 1, ONE)]
+        + [("mvin", 0x10000 + 1024 * t, 64 * t, 64, 16) for t in range(8)]  # no two ranges overlap
+        + [("fence",)],
+        cfg,
+    )
+    assert overlapping.cycles == separate.cycles
+    # the loads overlap their round trips: well under eight (latency + transfer) in a chain
+    chain = 8 * (P.rd_latency + 16 * 64 / P.rd_bytes_per_cycle)
+    assert overlapping.cycles < 0.8 * chain
+
+
+def test_a_load_still_waits_for_the_compute_reading_its_rows(cfg):
+    """ReservationStation.scala (gemmini-dosa line 314-316): a load depends on older ex entries
+    whose operand ranges overlap its destination (WAR), until they complete."""
+    base = [
+        ("config_ld", 0, 16, 0, 16, 1, ONE),
+        ("config_ex", 1, 0, 0, 0, 1, 1, 0, ONE, 0),
+        ("mvin", 0x10000, 0, 16, 16),
+        ("mvin", 0x10100, 16, 16, 16),
+        ("preload", 16, acc_addr(0), 16, 16, 16, 16),
+        ("compute_preloaded", 0, 0xFFFFFFFF, 16, 16, 16, 16),
+    ]
+    same = _run([*base, ("mvin", 0x10200, 0, 16, 16), ("fence",)], cfg)
+    other = _run([*base, ("mvin", 0x10200, 32, 16, 16), ("fence",)], cfg)
+    assert same.cycles > other.cycles
+
+
+def test_an_accumulator_load_waits_for_the_store_reading_its_rows(cfg):
+    """ReservationStation.scala (gemmini-dosa line 318-319): a load's deps_st are older stores whose
+    source overlaps its destination (WAR), until the store completes."""
+    st = [
+        ("config_st", 16, 0, ONE, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+        ("config_ld", 2, 64, 0, 16, 1, ONE),
+        ("mvin3", 0x10000, acc_addr(0), 16, 16),
+        ("mvout", 0x20000, acc_addr(0), 16, 16),
+    ]
+    same = _run([*st, ("mvin3", 0x10400, acc_addr(0), 16, 16), ("fence",)], cfg)
+    other = _run([*st, ("mvin3", 0x10400, acc_addr(64), 16, 16), ("fence",)], cfg)
+    assert same.cycles > other.cycles
+
+
+# ---------------------------------------------------------------------------- DMA requests
+
+
+@pytest.mark.parametrize(
+    ("offset", "n", "want"),
+    [
+        (0, 64, [(0, 64, 64)]),
+        (0, 48, [(0, 64, 48)]),  # over-fetch: one 64-byte Get, not 32 + 16
+        (16, 48, [(-16, 64, 48)]),  # the 64-byte block holds all 48 bytes
+        (32, 48, [(0, 32, 32), (32, 16, 16)]),  # crosses a block: 32 then 16
+        (0, 3, [(0, 16, 3)]),  # nothing below one 16-byte beat
+        (8, 16, [(-8, 32, 16)]),  # an aligned 16 would hold 8 of the bytes, an aligned 32 all 16
+        (16, 16, [(0, 16, 16)]),  # ties keep the smallest request
+        (48, 64, [(0, 16, 16), (16, 64, 48)]),
+    ],
+)
+def test_dma_requests_cover_the_most_useful_bytes(offset, n, want):
+    """DMA.scala StreamReader (gemmini-dosa 67ca2f9e lines 180-199 and 276): `read_sizes` are the
+    powers of two from one beat (16 B) to 64 B; each request is the size, aligned down, whose
+    `bytes_read = min(s - offset, bytesLeft)` is largest (`Mux(p.bytes_read > acc.bytes_read, p, acc)`:
+    ties keep the smaller), and the next starts at `vaddr + read_bytes_read`."""
+    assert list(dma_packets(offset, n, 64, 16)) == want
+    for start, size, _ in want:
+        assert (offset + start) % size == 0
+
+
+def test_48_byte_rows_take_one_read_request_each(cfg):
+    """DMA.scala StreamReader (lines 180-199): a 48-byte row (3 int8 blocks) at a 64-byte boundary
+    is one 64-byte Get carrying 16 bytes nobody asked for."""
+    lines = [("config_ld", 0, 64, 0, 16, 1, ONE)] + [("mvin", 0x10000 + 1024 * t, 64 * t, 48, 16) for t in range(4)]
+    r = _run([*lines, ("fence",)], cfg)
+    assert r.stats["rd_packets"] == 4 * 16
+    assert r.stats["rd_fetched_bytes"] == 4 * 16 * 64 and r.stats["rd_bytes"] == 4 * 16 * 48
+
+
+def test_48_byte_rows_take_one_write_request_each(cfg):
+    """DMA.scala StreamWriter (gemmini-dosa 67ca2f9e lines 420-465): the same selection
+    (`best_write_packet`), with a byte mask for the bytes outside the row: one 64-byte Put."""
+    lines = [
+        ("config_st", 64, 0, ONE, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+        ("mvout", 0x20000, acc_addr(0), 48, 16),
+        ("fence",),
+    ]
+    assert _run(lines, cfg).stats["wr_packets"] == 16
+
+
+# ---------------------------------------------------------------------------- store pipeline
+
+
+def test_the_platforms_acc_scale_pipeline_sets_the_mvout_cost(cfg):
+    """Configs.scala (gemmini-dosa 67ca2f9e line 207): dummyConfig's acc_scale_args latency is 1
+    (defaultConfig, ucb-bar/gemmini 8c3f9923 line 151: 8), so a mvout from the accumulator on the
+    DOSA platform starts its SRAM reads 7 cycles earlier than on the default configuration."""
+    lines = [("config_st", 16, 0, ONE, 0, 0, 0, 0, 0, 0, 0, 0, 0), ("mvout", 0x20000, acc_addr(0), 16, 16), ("fence",)]
+    dosa = FAST
+    current = FAST.with_(rtl=get_preset("firesim-f1-llc-current").rtl)
+    assert dosa.store_fixed_acc == 5 and current.store_fixed_acc == 12
+    assert _run(lines, cfg, current).cycles - _run(lines, cfg, dosa).cycles == 7
