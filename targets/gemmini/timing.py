@@ -709,9 +709,10 @@ class Timing:
         tt = t0
         npk = 0
         ack = self.wr_last_ack
+        same = dma_packets(dram % mp, nbytes, mp, beat) if stride % mp == 0 else None
         for a in addrs:
             tt += per_row
-            for off, size, _useful in dma_packets(a % mp, nbytes, mp, beat):
+            for off, size, _useful in same or dma_packets(a % mp, nbytes, mp, beat):
                 free = ring[k]
                 if free > tt:
                     tt = free
@@ -734,11 +735,8 @@ class Timing:
         for k in range(row, hi):  # a store's read completes no earlier than an older reader's
             if rt[k] < done:
                 rt[k] = done
-        if m:
-            ard = self.acc_rd
-            for k in range(row, hi):
-                if ard[k] < done:
-                    ard[k] = done
+        if m:  # stores complete in order, so this store's read is the latest of these rows
+            self.acc_rd[row:hi] = [done] * (hi - row)
         self.wr_packets += npk
         self.wr_bytes += len(addrs) * nbytes
         heapq.heappush(self.rs[ST], done)
