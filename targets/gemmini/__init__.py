@@ -4,7 +4,8 @@ evaluation in three modes, roofline bound, program files and the C export.
 Everything machine-specific comes from gemmini.md through the KB of the requested parameter
 overrides (`kb(params)`): the configuration (`GemminiConfig.from_kb`), the mapping space, the
 rules the simulator checks. Candidate-0 is `lower(reference_mappings(wl)["library"])`: the
-library's tiling (`tiling.py`) as a mapping, lowered through the hardware loops.
+tiling of the default timing preset's library revision (`tiling.py`, `presets.Library`: the
+platform the timing model was fitted to) as a mapping, lowered through the hardware loops.
 """
 
 from __future__ import annotations
@@ -240,6 +241,7 @@ class GemminiTarget:
         return {
             "ops": {op: list(s.required) + [f"{k}={v}" for k, v in s.optional.items()] for op, s in SCHEMAS.items()},
             "timing_presets": {p.name: p.doc for p in PRESETS.values()},
+            "preset_platforms": {p.name: {"library": p.library.name, "rtl": p.rtl.name} for p in PRESETS.values()},
             "default_preset": DEFAULT_PRESET,
             "modes": [m.value for m in Mode],
             "reference_mappings": ["library (tiled_matmul_auto / tiled_conv_auto via loop_ws / loop_conv_ws)", "exo"],

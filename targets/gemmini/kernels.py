@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from zomboss.targets.gemmini.config import GemminiConfig
 from zomboss.targets.gemmini.instance import GemminiInstance
 from zomboss.targets.gemmini.lowering import lower
+from zomboss.targets.gemmini.platform import check_mapping
 from zomboss.targets.gemmini.presets import DEFAULT_PRESET, Preset, get_preset
 from zomboss.targets.gemmini.simulator import SimResult, simulate
 
@@ -41,8 +42,10 @@ class Run:
 
 
 def run(inst: GemminiInstance, mapping: Mapping, mode: Mode, preset: str | Preset = DEFAULT_PRESET) -> Run:
-    """Lower `mapping` for the instance (IllegalMapping if it breaks a constraint) and simulate it."""
+    """Lower `mapping` for the instance (IllegalMapping if it breaks a constraint) and simulate it
+    on the preset's platform (UnsupportedOnRtl if its RTL cannot run the mapping's loops)."""
     t0 = time.perf_counter()
+    check_mapping(mapping, get_preset(preset).rtl)  # e.g. pinned halves on an RTL without spad ids
     program = lower(mapping, inst.workload, inst.buffers, inst.cfg)
     functional = mode is Mode.VERIFIED
     dram = inst.dram() if functional else None

@@ -32,7 +32,7 @@ from zomboss.targets.gemmini.config import GemminiConfig
 from zomboss.targets.gemmini.instance import Buffers, ConvBuffers, MatmulBuffers
 from zomboss.targets.gemmini.isa import ACCUMULATE, GARBAGE, IS_ACC
 from zomboss.targets.gemmini.mapping import ConvView, MatmulView, view
-from zomboss.targets.gemmini.mapping_legality import cdiv, conv_downsamples, live_acc_tiles
+from zomboss.targets.gemmini.mapping_legality import cdiv, live_acc_tiles
 from zomboss.targets.gemmini.numerics import ONE_F32_BITS
 from zomboss.targets.gemmini.suite import conv_out_dims
 
@@ -155,7 +155,9 @@ def _pin(pins: dict[tuple[int, ...], int], key: tuple[int, ...]) -> tuple[int, b
 
 def _conv_hw(out: _Out, m: ConvView, wl: Workload, bufs: ConvBuffers, cfg: GemminiConfig) -> None:
     """loop_conv_ws per tile in tiled_conv's b, orow, ocol, och, krow, kcol, kch order, with
-    its window/padding arithmetic (reference §6.2) and its operand pinning."""
+    its window/padding arithmetic (reference §6.2), its operand pinning, and the mapping's
+    choice of the downsample path and of first-layer pixel packing (the dev library takes
+    both where they apply, the dosa library neither)."""
     d = cfg.dim
     Nb, H, W, C, K, R, S = (wl[x] for x in ("N", "H", "W", "C", "K", "R", "S"))
     st, pad = wl["stride"], wl["pad"]
@@ -163,7 +165,7 @@ def _conv_hw(out: _Out, m: ConvView, wl: Workload, bufs: ConvBuffers, cfg: Gemmi
     has_bias = bool(wl["bias"])
     bias_base = bufs.bias if has_bias else 1  # the library passes a dummy non-NULL bias: "init to zero"
     _config_st(out, K, wl["relu"], bufs.scale_bits)
-    ds = int(conv_downsamples(wl))
+    ds = int(m.downsample)  # the knob is active only where the doc's downsample conditions hold
     _config_ex(out, WS, st >> ds, acc_scale_bits=0)  # tiled_conv passes sys_acc_scale 0
     pinned: dict[str, dict[tuple[int, ...], int]] = {"a": {}, "b": {}}
     for b0, r0, c0, o0, kr0, kc0, ch0 in itertools.product(
@@ -222,7 +224,7 @@ def _conv_hw(out: _Out, m: ConvView, wl: Workload, bufs: ConvBuffers, cfg: Gemmi
             0,
             0,
             0,
-            1 if ds else _max_pixels_per_row(nch, nkc, d),
+            _max_pixels_per_row(nch, nkc, d) if m.first_layer and not ds else 1,
             a_id,
             b_id,
             1,

@@ -6,8 +6,9 @@ frozen record the lowering reads (`MatmulView` / `ConvView`: the same knob names
 Python bools); it declares nothing, and the record is built here and nowhere else.
 
 The reference points are Candidate-0, `library_default` (what `tiled_matmul_auto` /
-`tiled_conv_auto` choose: the library's tilings from `tiling.py`, hardware loops, i→j→k block
-order, operand pinning only when at most two blocks of an operand exist), and `exo_style`,
+`tiled_conv_auto` of the default preset's library revision choose: the library's tilings from
+`tiling.py`, hardware loops, i→j→k block order; the dev revision also pins an operand when at
+most two of its blocks exist, packs first-layer pixels and downsamples), and `exo_style`,
 the Exo schedules of reference §8.1 generalised to any shape. Both are built through the
 space (`Space.mapping`), so they are canonical and checked against the doc's domains.
 
@@ -23,6 +24,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from zomboss.targets.gemmini.config import GemminiConfig
+from zomboss.targets.gemmini.presets import DEFAULT_PRESET, Library, get_preset
 from zomboss.targets.gemmini.suite import conv_out_dims
 from zomboss.targets.gemmini.tiling import conv_tiling, matmul_tiling
 
@@ -74,6 +76,8 @@ class ConvView(_View):
     tile_ich: int
     tile_krows: int
     tile_kcols: int
+    downsample: bool
+    first_layer: bool
 
 
 View = MatmulView | ConvView
@@ -99,8 +103,16 @@ def _build(cfg: GemminiConfig, wl: Workload, values: Map[str, object]) -> Mappin
     return space(cfg.kb(), wl.op).mapping(values, wl.shape, f"{wl.id} mapping")
 
 
-def library_default(wl: Workload, cfg: GemminiConfig) -> Mapping:
-    """Candidate-0: the mapping of `tiled_matmul_auto` / `tiled_conv_auto` for `wl`."""
+def library_default(wl: Workload, cfg: GemminiConfig, library: Library | None = None) -> Mapping:
+    """Candidate-0: the mapping of `tiled_matmul_auto` / `tiled_conv_auto` of a library revision
+    for `wl` (None: the default timing preset's library, the platform it models).
+
+    The revisions differ in what the mapping says beyond the tiles: the dev library pins an
+    operand whose blocks number at most two (`reuse_a` / `reuse_b`), packs kernel columns for
+    convs with few input channels (`first_layer`) and downsamples 1x1 stride-2 convs
+    (`downsample`, which also sizes its tiles); the dosa library does none of these
+    (`presets.Library`)."""
+    lib = library if library is not None else get_preset(DEFAULT_PRESET).library
     if wl.op == "matmul":
         t = matmul_tiling(wl["M"], wl["N"], wl["K"], cfg)
         return _build(
@@ -112,8 +124,8 @@ def library_default(wl: Workload, cfg: GemminiConfig) -> Mapping:
                 "tile_j": t.tile_j,
                 "tile_k": t.tile_k,
                 "order": "ijk",
-                "reuse_a": t.a_reuse,
-                "reuse_b": t.b_reuse,
+                "reuse_a": lib.spad_reuse and t.a_reuse,
+                "reuse_b": lib.spad_reuse and t.b_reuse,
                 "acc_init": "bias" if wl["bias"] else "overwrite",
             },
         )
@@ -122,7 +134,10 @@ def library_default(wl: Workload, cfg: GemminiConfig) -> Mapping:
     if wl["R"] != wl["S"]:
         raise WorkloadError(f"{wl.id}: tiled_conv_auto needs a square kernel (R={wl['R']}, S={wl['S']})")
     oh, ow = conv_out_dims(wl)
-    c = conv_tiling(wl["N"], wl["H"], wl["W"], wl["C"], wl["K"], oh, ow, wl["stride"], wl["pad"], wl["R"], cfg)
+    c = conv_tiling(
+        wl["N"], wl["H"], wl["W"], wl["C"], wl["K"], oh, ow, wl["stride"], wl["pad"], wl["R"], cfg,
+        downsample=None if lib.conv_downsample else False,
+    )  # fmt: skip
     n = {
         "b": -(-wl["N"] // c.batches),
         "r": -(-oh // c.porows),
@@ -144,9 +159,12 @@ def library_default(wl: Workload, cfg: GemminiConfig) -> Mapping:
             "tile_ich": c.kchs,
             "tile_krows": c.krows,
             "tile_kcols": c.kcols,
-            "reuse_a": n["ch"] * n["kr"] * n["kc"] * n["b"] * n["r"] * n["c"] <= 2,
-            "reuse_b": n["ch"] * n["o"] * n["kr"] * n["kc"] <= 2,
+            "reuse_a": lib.spad_reuse and n["ch"] * n["kr"] * n["kc"] * n["b"] * n["r"] * n["c"] <= 2,
+            "reuse_b": lib.spad_reuse and n["ch"] * n["o"] * n["kr"] * n["kc"] <= 2,
             "acc_init": "bias" if wl["bias"] else "zero",
+            # inactive (canonical false) wherever the doc's conditions say the path does not apply
+            "downsample": lib.conv_downsample,
+            "first_layer": lib.first_layer and c.kcols > 1,
         },
     )
 

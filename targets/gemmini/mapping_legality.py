@@ -7,19 +7,9 @@ quantities the lowering computes the same way the constraints do.
 
 from __future__ import annotations
 
-from zomboss.workload import Workload
-
 
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
-
-
-def conv_downsamples(wl: Workload) -> bool:
-    """tiled_conv's downsample path: 1x1 stride-2 unpadded convs of even-sized inputs read every
-    other input row and column straight from DRAM (the doc's `downsample` let)."""
-    return (
-        wl["stride"] == 2 and wl["R"] == 1 and wl["S"] == 1 and wl["pad"] == 0 and wl["H"] % 2 == 0 and wl["W"] % 2 == 0
-    )
 
 
 def live_acc_tiles(

@@ -21,7 +21,8 @@ from zomboss.targets.gemmini.functional import Machine
 from zomboss.targets.gemmini.isa import LOOP_CONV_CONFIGS, LOOP_WS_CONFIGS, check_shape, operands
 from zomboss.targets.gemmini.loops import Expansion, LoopFsm, UnsupportedLoop, expand_loop_conv_ws, expand_loop_ws
 from zomboss.targets.gemmini.numerics import ONE_F32_BITS
-from zomboss.targets.gemmini.presets import DEFAULT_PRESET, Preset, get_preset
+from zomboss.targets.gemmini.platform import check_loop
+from zomboss.targets.gemmini.presets import DEFAULT_PRESET, Preset, Rtl, get_preset
 from zomboss.targets.gemmini.timing import Timing
 
 from zomboss.errors import IllegalProgram
@@ -60,9 +61,11 @@ class _Run:
         functional: bool,
         timing: Preset | None,
         check: bool,
+        rtl: Rtl,
         budget: int | None = None,
     ):
         self.cfg = cfg
+        self.rtl = rtl
         self.budget = budget if budget is not None else 1 << 62
         self.executed = 0
         self.checker = kb_checker(cfg) if check else None
@@ -134,11 +137,13 @@ class _Run:
                 self.one(ins)
                 self.fsm[CONV_FSM].configure(ins)
             elif op == "loop_ws":
+                check_loop(self.rtl, op, self.fsm[WS_FSM].regs, ins.args, ins.line)
                 t = self.one(ins)
                 exp = expand_loop_ws(cfg, self.fsm[WS_FSM], ins)
                 spend(len(exp.entries), program, ins)
                 self.loop(WS_FSM, t, exp, ins.line)
             elif op == "loop_conv_ws":
+                check_loop(self.rtl, op, self.fsm[CONV_FSM].regs, ins.args, ins.line)
                 t = self.one(ins)
                 exp = expand_loop_conv_ws(cfg, self.fsm[CONV_FSM], ins, self.st_scale_bits)
                 spend(len(exp.entries), program, ins)
@@ -163,9 +168,11 @@ def simulate(
     `dram` is modified in place (and returned in the result) when `functional` is set; without
     one, an empty DRAM is used. Timing-only runs (`functional=False`) move no data.
     `max_instructions` caps the executed instructions, hardware loops expanded (LimitError
-    beyond; a loop's commands are counted before it runs).
+    beyond; a loop's commands are counted before it runs). Hardware loops run as the preset's
+    RTL revision runs them (`platform.check_loop` refuses what it cannot run).
     """
-    run = _Run(cfg, dram, functional, get_preset(preset) if timing else None, check, max_instructions)
+    p = get_preset(preset)
+    run = _Run(cfg, dram, functional, p if timing else None, check, p.rtl, max_instructions)
     source = str(program.meta.get("path", "")) if program.meta else ""
     try:
         run.run(program)

@@ -130,16 +130,20 @@ def conv_tiling(
     pool_size: int = 0,
     pool_stride: int = 0,
     pool_padding: int = 0,
+    downsample: bool | None = None,
 ) -> ConvTiling:
     """tiled_conv_stride_auto's shrink-then-grow search for the largest tile fitting half of
-    the scratchpad and half of the accumulator."""
+    the scratchpad and half of the accumulator. `downsample=None` takes the dev library's path
+    (1x1 stride-2 unpadded convs of even-sized inputs downsample); `False` forces the plain path
+    (the dosa library never downsamples, `presets.Library.conv_downsample`)."""
     dim = cfg.dim
     no_pool = pool_stride == 0
     if no_pool:
         pool_size, pool_stride, pool_padding = 1, 1, 0
     porows = (out_row + 2 * pool_padding - pool_size) // pool_stride + 1
     pocols = (out_col + 2 * pool_padding - pool_size) // pool_stride + 1
-    downsample = stride == 2 and kernel == 1 and padding == 0 and no_pool and in_row % 2 == 0 and in_col % 2 == 0
+    if downsample is None:
+        downsample = stride == 2 and kernel == 1 and padding == 0 and no_pool and in_row % 2 == 0 and in_col % 2 == 0
     args = [batch, porows, pocols, out_ch, kernel, kernel, in_ch]
     maxes = list(args)
     max_spad, max_acc = cfg.half_sp_rows, cfg.half_acc_rows

@@ -44,3 +44,16 @@ def library_program(spec: str) -> Program:
     """Candidate-0 of a workload: the library mapping lowered on its instance's placement."""
     wl = TARGET.workload(spec)
     return TARGET.lower(TARGET.instance(wl, {}), TARGET.reference_mappings(wl, {})["library"])
+
+
+SPAD_IDS = {"loop_spad_ids": 1}  # the KB of an RTL whose loop FSMs have spad ids (ucb-bar/gemmini)
+
+
+def dev_library_program(spec: str) -> Program:
+    """The dev library's kernel (gemmini-rocc-tests dev: pinned halves, first-layer pixels,
+    downsampling) as the current RTL runs it: its mapping lowered under `loop_spad_ids = 1`."""
+    from zomboss.targets.gemmini.mapping import library_default
+    from zomboss.targets.gemmini.presets import CURRENT_LIBRARY
+
+    wl = TARGET.workload(spec)
+    return TARGET.lower(TARGET.instance(wl, SPAD_IDS), library_default(wl, TARGET.config(SPAD_IDS), CURRENT_LIBRARY))

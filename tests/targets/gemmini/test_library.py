@@ -6,13 +6,14 @@ from __future__ import annotations
 import pytest
 from zomboss.targets.gemmini import TARGET
 from zomboss.targets.gemmini.mapping import library_default
+from zomboss.targets.gemmini.presets import CURRENT_LIBRARY
 from zomboss.targets.gemmini.tiling import conv_tiling, matmul_tiling
 
 from zomboss.errors import WorkloadError
 from zomboss.target import Mode
 from zomboss.workload import Workload
 
-from .conftest import library_program
+from .conftest import SPAD_IDS, dev_library_program, library_program
 
 # I x J x K -> (tile_I, tile_J, tile_K), (I0, J0, K0), spad rows, acc rows, reuse (reference §6.1 table)
 MATMUL_TABLE = [
@@ -42,9 +43,11 @@ def test_tiled_matmul_auto_tiling_table(cfg, shape, tiles, outer, spad, acc, reu
 @pytest.mark.parametrize(("shape", "tiles", "outer", "spad", "acc", "reuse"), MATMUL_TABLE, ids=lambda v: str(v))
 def test_library_mapping_emits_one_loop_ws_per_block(cfg, shape, tiles, outer, spad, acc, reuse):
     wl = TARGET.workload(f"matmul:M={shape[0]},N={shape[1]},K={shape[2]}")
-    m = library_default(wl, cfg)
+    m = library_default(wl, cfg)  # the default preset's library (dosa): the same tiles, never pinned
     assert (m.sym("loop"), m.int("tile_i"), m.int("tile_j"), m.int("tile_k")) == ("hw", *tiles)
-    assert (m.flag("reuse_a"), m.flag("reuse_b")) == ("a" in reuse, "b" in reuse)
+    assert (m.flag("reuse_a"), m.flag("reuse_b")) == (False, False)
+    dev = library_default(wl, TARGET.config(SPAD_IDS), CURRENT_LIBRARY)
+    assert (dev.flag("reuse_a"), dev.flag("reuse_b")) == ("a" in reuse, "b" in reuse)
     ops = [i.op for i in library_program(wl.spec).instrs]
     assert ops.count("loop_ws") == outer[0] * outer[1] * outer[2]
     assert ops[:5] == ["config_ex", "config_st", "config_ld", "config_ld", "config_ld"] and ops[-1] == "fence"
@@ -94,7 +97,8 @@ def test_library_default_is_bit_exact(spec):
 
 
 def test_reuse_flags_are_emitted_as_the_library_does():
-    loops = [i for i in library_program("matmul:M=64,N=160,K=64").instrs if i.op in ("loop_ws", "loop_ws_addrs_ab")]
+    """The dev library pins A and B (gemmini.h dev a_spad_id / b_spad_id)."""
+    loops = [i for i in dev_library_program("matmul:M=64,N=160,K=64").instrs if i.op in ("loop_ws", "loop_ws_addrs_ab")]
     addrs = [i.args for i in loops if i.op == "loop_ws_addrs_ab"]
     runs = [i.args for i in loops if i.op == "loop_ws"]
     assert [(r[4], r[5]) for r in runs] == [(1, 1), (1, 2)]  # (a_spad_id, b_spad_id) for j0 = 0, 1

@@ -1,0 +1,208 @@
+"""Platform presets name the library and RTL they model; Candidate-0 and the fit simulate what the
+platform ran (`presets.Library`, `presets.Rtl`, `platform.py`, gemmini.md `loop_spad_ids`).
+
+Sources: ucb-bar/gemmini-rocc-tests `dosa` 959b23f7 include/gemmini.h (gemmini_loop_ws without
+spad ids; tiled_matmul_outer / tiled_conv with a loop permutation) and charleshong3/gemmini-dosa
+67ca2f9e src/main/scala/gemmini/LoopMatmul.scala (LdA line 89, LdB line 197: loads issued
+unconditionally), against ucb-bar/gemmini 8c3f9923 LoopMatmul.scala lines 93 and 208
+(`&& req.dram_addr =/= 0.U`).
+"""
+
+from __future__ import annotations
+
+import pytest
+from zomboss.targets.gemmini import TARGET, platform
+from zomboss.targets.gemmini.config import GemminiConfig, machine_kb
+from zomboss.targets.gemmini.instance import ConvBuffers, MatmulBuffers
+from zomboss.targets.gemmini.kernels import run
+from zomboss.targets.gemmini.lowering import lower
+from zomboss.targets.gemmini.mapping import library_default
+from zomboss.targets.gemmini.presets import (
+    CURRENT_LIBRARY,
+    DEFAULT_PRESET,
+    DOSA_LIBRARY,
+    DOSA_RTL,
+    PRESETS,
+    get_preset,
+)
+from zomboss.targets.gemmini.simulator import simulate
+
+from zomboss.mapping import IllegalMapping, space
+from zomboss.program import Instr, Program
+from zomboss.target import Mode
+from zomboss.workload import Workload
+
+from . import library_oracle as dev
+
+CURRENT = "firesim-f1-llc-current"
+SPAD_IDS = {"loop_spad_ids": 1}  # the KB of an RTL with spad ids (ucb-bar/gemmini)
+
+
+@pytest.fixture
+def cur_cfg() -> GemminiConfig:
+    return TARGET.config(SPAD_IDS)
+
+
+def _dosa_matmul(m: int, n: int, k: int, cfg: GemminiConfig) -> list[Instr]:
+    call = platform.MatmulCall(m, n, k, 0x1000, 0x400000, 0, 0x900000, k, n, n, n, repeating_bias=True)
+    return platform.tiled_matmul_auto(call, cfg)
+
+
+def test_presets_name_their_library_and_rtl():
+    p = get_preset(DEFAULT_PRESET)
+    assert p.library == DOSA_LIBRARY and p.rtl == DOSA_RTL
+    assert not p.library.spad_reuse and not p.rtl.skip_zero_loads and not p.rtl.loop_spad_ids
+    cur = get_preset(CURRENT)
+    assert cur.library == CURRENT_LIBRARY and cur.rtl.loop_spad_ids and cur.rtl.skip_zero_loads
+    assert "EXTRAPOLATED" in cur.doc
+    for name in ("rd_latency", "rd_bytes_per_cycle", "wr_latency", "kernel_overhead", "cpu_issue", "dram_row_miss"):
+        assert getattr(cur, name) == getattr(p, name)  # same memory constants
+    assert all(q.library.name and q.rtl.name for q in PRESETS.values())
+
+
+def test_the_doc_default_is_the_default_presets_rtl(cfg):
+    """gemmini.md's `loop_spad_ids` (0) describes the RTL the default preset models."""
+    assert cfg.kb().params["loop_spad_ids"] == int(get_preset(DEFAULT_PRESET).rtl.loop_spad_ids)
+
+
+def _loops(instrs):
+    return [i.args for i in instrs if i.op == "loop_ws"], [i.args for i in instrs if i.op == "loop_ws_addrs_ab"]
+
+
+def test_the_dosa_library_passes_a_and_b_to_every_loop_ws(cfg):
+    """gemmini.h (dosa): `gemmini_loop_ws(I, J, K, pad_I, pad_J, pad_K, A, B, D, C, ...)` has no spad
+    ids and tiled_matmul_outer never passes A = NULL; dev's tiled_matmul_auto pins A here."""
+    runs, addrs = _loops(_dosa_matmul(128, 768, 768, cfg))
+    assert len(runs) == 2 * 10 and all(r[4] == r[5] == 0 for r in runs)
+    assert all(a != 0 and b != 0 for a, b in addrs)
+    call = dev.MatmulCall(128, 768, 768, 0x1000, 0x400000, 0, 0x900000, 768, 768, 768, 768, repeating_bias=True)
+    dev_runs, dev_addrs = _loops(dev.tiled_matmul_auto(call, cfg))
+    assert {r[4] for r in dev_runs} == {1, 2} and sum(a == 0 for a, _ in dev_addrs) == 18
+
+
+def test_the_dosa_platform_reads_a_again_for_every_loop(cfg, cur_cfg):
+    """128 x 768 -> 768 (reference A.1): the dosa library on the gemmini-dosa RTL reads A for all
+    20 loop_ws (2.16 MB); the dev library pins it and reads 1.28 MB."""
+    wl = TARGET.workload("matmul:M=128,N=768,K=768")
+    dosa = run(TARGET.instance(wl, {}), TARGET.reference_mappings(wl, {})["library"], Mode.TIMING)
+    cur_m = library_default(wl, cur_cfg, CURRENT_LIBRARY)
+    cur = run(TARGET.instance(wl, SPAD_IDS), cur_m, Mode.TIMING, preset=CURRENT)
+    a, b = 128 * 768, 768 * 768
+    assert dosa.sim.dram_read_bytes == 10 * a + 2 * b
+    assert cur.sim.dram_read_bytes == a + 2 * b
+
+
+def test_pinned_halves_are_refused_on_an_rtl_without_spad_ids(cur_cfg):
+    """charleshong3/gemmini-dosa LoopMatmul.scala decodes no spad ids and loads A unconditionally
+    (line 89): a program relying on either would run differently, so the simulator refuses it."""
+    wl = TARGET.workload("matmul:M=64,N=1024,K=1024")  # tiled_matmul_auto pins A (a_reuse) in the dev library
+    inst = TARGET.instance(wl, SPAD_IDS)
+    prog = lower(library_default(wl, cur_cfg, CURRENT_LIBRARY), wl, inst.buffers, cur_cfg)
+    assert any(i.op == "loop_ws" and i.args[4] for i in prog.instrs)
+    with pytest.raises(platform.UnsupportedOnRtl, match="spad ids"):
+        simulate(prog, cur_cfg, None, functional=False, check=False, preset=DEFAULT_PRESET)
+    assert simulate(prog, cur_cfg, None, functional=False, check=False, preset=CURRENT).cycles > 0
+    unpinned = Program(
+        "gemmini",
+        tuple(i if i.op != "loop_ws" else Instr(i.op, (*i.args[:4], 0, 0, *i.args[6:])) for i in prog.instrs),
+    )
+    with pytest.raises(platform.UnsupportedOnRtl, match="unconditionally"):
+        simulate(unpinned, cur_cfg, None, functional=False, check=False, preset=DEFAULT_PRESET)
+
+
+def test_the_kb_refuses_pinned_hw_halves_without_spad_ids(cfg, cur_cfg):
+    """gemmini.md §11 `map.hw_spad_ids`: with `loop_spad_ids = 0` (the default preset's RTL) the KB
+    itself refuses a pinned half under hardware loops, naming the rule and its doc line; with 1
+    it is legal, and the simulator still refuses it on a preset whose RTL has no spad ids."""
+    wl = TARGET.workload("matmul:M=64,N=1024,K=1024")
+    pinned = library_default(wl, cur_cfg, CURRENT_LIBRARY)
+    assert pinned.flag("reuse_a")
+    with pytest.raises(IllegalMapping, match=r"map\.hw_spad_ids.*gemmini\.md:\d+"):
+        space(cfg.kb(), "matmul").check(cfg.kb(), pinned, wl.shape)
+    space(cur_cfg.kb(), "matmul").check(cur_cfg.kb(), pinned, wl.shape)
+    with pytest.raises(platform.UnsupportedOnRtl, match="spad ids"):
+        run(TARGET.instance(wl, SPAD_IDS), pinned, Mode.TIMING)
+    conv = TARGET.workload("conv:N=1,H=8,W=8,C=16,K=16,R=3,S=3,stride=1,pad=1,bias=0")
+    m = library_default(conv, cur_cfg, CURRENT_LIBRARY)
+    assert m.flag("reuse_a") or m.flag("reuse_b")
+    with pytest.raises(IllegalMapping, match=r"map\.hw_spad_ids"):
+        space(cfg.kb(), "conv").check(cfg.kb(), m, conv.shape)
+
+
+def test_candidate0_is_the_library_of_the_default_preset(cfg, cur_cfg):
+    wl = TARGET.workload("matmul:M=64,N=1024,K=1024")
+    dosa = TARGET.lower(TARGET.instance(wl, {}), TARGET.reference_mappings(wl, {})["library"])
+    assert not any(i.op == "loop_ws" and (i.args[4] or i.args[5]) for i in dosa.instrs)
+    platform.check_mapping(library_default(wl, cfg), DOSA_RTL)
+    with pytest.raises(platform.UnsupportedOnRtl):
+        platform.check_mapping(library_default(wl, cur_cfg, CURRENT_LIBRARY), DOSA_RTL)
+
+
+def _conv_call(wl: Workload, bufs: ConvBuffers, scale: float, cls=platform.ConvCall):
+    return cls(1, wl["H"], wl["W"], wl["C"], wl["K"], wl["R"], wl["stride"], wl["pad"],
+               bufs.input, bufs.weights, 0, bufs.output, scale=scale)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "conv:N=1,H=56,W=56,C=64,K=64,R=3,S=3,stride=1,pad=1,bias=0",
+        "conv:N=1,H=224,W=224,C=3,K=64,R=7,S=7,stride=2,pad=3,bias=0",  # no first-layer pixels
+        "conv:N=1,H=56,W=56,C=256,K=512,R=1,S=1,stride=2,pad=0,bias=0",  # no downsampling
+    ],
+)
+def test_the_default_conv_is_the_dosa_tiled_conv_auto(cfg, cur_cfg, spec):
+    """`zomboss default gemmini conv:...,bias=0` on the default preset simulates the dosa library's
+    tiled_conv_auto (what scripts/validate_dosa_tilings.py compares with FireSim); the dev
+    library's mapping (first-layer pixels, downsampling) lowers to dev's tiled_conv_auto."""
+    wl = TARGET.workload(spec)
+    inst = TARGET.instance(wl, {})
+    assert isinstance(inst.buffers, ConvBuffers)
+    got = TARGET.lower(inst, TARGET.reference_mappings(wl, {})["library"])
+    assert list(got.instrs) == platform.tiled_conv_auto(_conv_call(wl, inst.buffers, inst.scale), cfg)
+    if wl["C"] == 3 or wl["stride"] == 2:  # the dev library packs pixels or downsamples here
+        dev_m = library_default(wl, cur_cfg, CURRENT_LIBRARY)
+        assert dev_m.flag("first_layer") or dev_m.flag("downsample")
+        dev_prog = lower(dev_m, wl, inst.buffers, cur_cfg)
+        assert list(dev_prog.instrs) == dev.tiled_conv_auto(_conv_call(wl, inst.buffers, inst.scale, dev.ConvCall), cfg)
+        assert list(got.instrs) != list(dev_prog.instrs)
+
+
+def test_the_platform_memories_barely_change_the_library_default(cfg):
+    """The FireSim image has 4 MiB scratchpad and accumulator (dummy16Config); the library tiles for
+    the default sizes (gemmini_params.h) and the loop FSMs place A and B in the halves of the RTL's
+    scratchpad, so Candidate-0 on the doc's 256 KiB configuration (what `zomboss default`
+    simulates) differs only where a tile's A and B share a 4096-row bank there but not on the
+    platform (65536-row banks): equal for this matmul, within 1 % for this conv."""
+    big = GemminiConfig.from_kb(
+        machine_kb((("acc_capacity_kib", DOSA_RTL.acc_capacity_kib), ("sp_capacity_kib", DOSA_RTL.sp_capacity_kib)))
+    )
+    mm = Program("gemmini", tuple(_dosa_matmul(128, 768, 768, cfg)))
+    assert (
+        simulate(mm, big, None, functional=False, check=False).cycles
+        == simulate(mm, cfg, None, functional=False, check=False).cycles
+    )
+    wl = TARGET.workload("conv:N=1,H=28,W=28,C=128,K=128,R=3,S=3,stride=1,pad=1,bias=0")
+    conv = TARGET.lower(TARGET.instance(wl, {}), TARGET.reference_mappings(wl, {})["library"])
+    small = simulate(conv, cfg, None, functional=False, check=False).cycles
+    assert abs(simulate(conv, big, None, functional=False, check=False).cycles - small) < 0.01 * small
+
+
+@pytest.mark.parametrize("perm", ["CKPQRSN", "KCRSPQN", "NCRSKPQ", "PKCRSQN"])
+def test_a_dosa_matmul_tiling_is_a_hw_loop_mapping(cfg, perm):
+    """A DOSA matmul tiling (tiles + loop permutation) with k innermost is the Gemmini mapping
+    loop = hw with the permutation's block order and no pinning: lowering it gives the dosa
+    library's program (one k block here, so every order is legal)."""
+    m, n, k = 128, 768, 512
+    a, b, c = 0x1000, 0x200000, 0x900000
+    call = platform.MatmulCall(m, n, k, a, b, 0, c, k, n, n, n, repeating_bias=True)
+    want = platform.tiled_matmul(call, cfg, 2, 3, 32, perm)
+    wl = Workload("t", "matmul", {"M": m, "N": n, "K": k, "bias": 0, "relu": 0})
+    order = platform.matmul_order(perm)
+    if order not in ("ijk", "jik"):  # map.hw_order: with one k block every order issues ijk's or jik's blocks
+        order = "ijk" if order.index("i") < order.index("j") else "jik"
+    values = {"loop": "hw", "tile_i": 2, "tile_j": 3, "tile_k": 32, "order": order, "reuse_a": False,
+              "reuse_b": False, "acc_init": "overwrite"}  # fmt: skip
+    mapping = space(cfg.kb(), "matmul").mapping(values, wl.shape)
+    got = lower(mapping, wl, MatmulBuffers(a, b, c), cfg)
+    assert list(got.instrs) == want
