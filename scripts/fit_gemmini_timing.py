@@ -38,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 
 from zomboss.targets.gemmini import TARGET
+from zomboss.targets.gemmini.mapping import library_default
 from zomboss.targets.gemmini.presets import FIRESIM_F1_LLC, FIRESIM_F1_MEASUREMENTS, Measurement, Preset
 from zomboss.targets.gemmini.simulator import simulate
 
@@ -66,9 +67,10 @@ def preset_for(values: Mapping[str, float], overhead: float = 0.0) -> Preset:
 
 
 def library(x: Measurement) -> tuple[Program, dict[str, int]]:
-    """Candidate-0 (tiled_matmul_auto) of a measured shape, and its tiles."""
+    """Candidate-0 of a measured shape under the fitted preset's library (the dosa
+    tiled_matmul_auto), and its tiles."""
     wl = TARGET.workload(f"matmul:M={x.m},N={x.n},K={x.k}")
-    m = TARGET.reference_mappings(wl, {})["library"]
+    m = library_default(wl, TARGET.config({}), FIRESIM_F1_LLC.library)
     tiles = {k: m.int(k) for k in ("tile_i", "tile_j", "tile_k")}
     return TARGET.lower(TARGET.instance(wl, {}), m), tiles
 
