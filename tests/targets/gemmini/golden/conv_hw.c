@@ -60,7 +60,7 @@ static void reference(void) {
 static void kernel(void) {
   gemmini_extended2_config_st(7, 0, zb_f32(0x3a800000u), 0, 0, 0, 0, 0, 0, 0, 0, 0);
   gemmini_extended3_config_ex(1, 0, 0, zb_f32(0x00000000u), 1, 2, 0, 0, 0);
-  gemmini_loop_conv_ws(1, 6, 6, 5, 7, 3, 3, 3, 3, 2, 1, 3, 1, 1, 1, 0, 1, 3, 3, 7, 3, 3, 5, 1, 1, 1, 1, 0, 0, 0, 0, 3, 3, (uint64_t)(dram + 192), (uint64_t)(dram + 576), (uint64_t)(dram + 512), (uint64_t)(dram + 0), 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 3, 5, 7, 7, 0, 1, 1);
+  gemmini_loop_conv_ws(1, 6, 6, 5, 7, 3, 3, 3, 3, 2, 1, 3, 1, 1, 1, 0, 1, 3, 3, 7, 3, 3, 5, 1, 1, 1, 1, 0, 0, 0, 0, 3, 3, (uint64_t)(dram + 192), (uint64_t)(dram + 576), (uint64_t)(dram + 512), (uint64_t)(dram + 0), 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 5, 7, 7, 0, 0, 0);
   gemmini_fence();
 }
 

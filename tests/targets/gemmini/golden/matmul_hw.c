@@ -57,7 +57,7 @@ static void kernel(void) {
   gemmini_extended5_config_ld(40, zb_f32(0x3f800000u), 0, 16, 1, 0);
   gemmini_extended5_config_ld(24, zb_f32(0x3f800000u), 0, 16, 1, 1);
   gemmini_extended5_config_ld(0, zb_f32(0x3f800000u), 0, 16, 1, 2);
-  gemmini_loop_ws(2, 2, 3, 12, 8, 8, (uint64_t)(dram + 0), (uint64_t)(dram + 832), (uint64_t)(dram + 1792), (uint64_t)(dram + 1920), 40, 24, 0, 24, 0, 0, 0, 0, 1, 1, 1, 1, 0);
+  gemmini_loop_ws(2, 2, 3, 12, 8, 8, (uint64_t)(dram + 0), (uint64_t)(dram + 832), (uint64_t)(dram + 1792), (uint64_t)(dram + 1920), 40, 24, 0, 24, 0, 0, 0, 0, 1, 1, 0, 0, 0);
   gemmini_fence();
 }
 
