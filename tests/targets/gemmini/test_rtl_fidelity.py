@@ -141,3 +141,30 @@ def test_the_platforms_acc_scale_pipeline_sets_the_mvout_cost(cfg):
     current = FAST.with_(rtl=get_preset("firesim-f1-llc-current").rtl)
     assert dosa.store_fixed_acc == 5 and current.store_fixed_acc == 12
     assert _run(lines, cfg, current).cycles - _run(lines, cfg, dosa).cycles == 7
+
+
+# ---------------------------------------------------------------------------- DRAM row buffers
+
+
+def _strided_loads(stride: int, n: int = 16) -> list[tuple]:
+    """n one-row mvins of 64 bytes, `stride` bytes apart in DRAM."""
+    return [("config_ld", 0, stride, 0, 16, 1, ONE), *[("mvin", 0x100000 + stride * t, 16 * t, 64, 1) for t in range(n)],
+            ("fence",)]  # fmt: skip
+
+
+def test_a_request_into_another_row_of_its_bank_pays_a_row_miss(cfg):
+    """FASED's open-page DDR3 of the DOSA platform (firesim-dosa sim/custom-runtime-configs/
+    ddr3-FRFCFS-16G-4R-2133-OP.conf: column bits 0-12, bank 13-15, rank 16-17, row 18+): rows
+    8 KiB x 32 (one per rank and bank) apart all map to one bank and each open another row; rows
+    64 bytes apart share one open row. The model stalls the DMA dram_row_miss cycles per miss
+    (no TLB: the bare-metal M-mode binaries never translate, so a 4 KiB page stride costs nothing
+    by itself)."""
+    same_bank = _run(_strided_loads(8192 * 32), cfg)
+    one_row = _run(_strided_loads(64), cfg)
+    pages = _run(_strided_loads(4096), cfg)  # two 4 KiB pages per 8 KiB row: 8 rows in 8 banks
+    assert same_bank.stats["dram_row_misses"] == 16
+    assert one_row.stats["dram_row_misses"] == 1
+    assert pages.stats["dram_row_misses"] == 8
+    free = FAST.with_(dram_row_miss=0.0)
+    assert _run(_strided_loads(8192 * 32), cfg, free).cycles == _run(_strided_loads(64), cfg, free).cycles
+    assert same_bank.cycles - one_row.cycles >= 15 * P.dram_row_miss * 0.5
