@@ -212,7 +212,8 @@ FIRESIM_F1_LLC_CURRENT = replace(
         "EXTRAPOLATED, NOT MEASURED: the firesim-f1-llc memory constants with the current library and RTL "
         "(gemmini-rocc-tests dev, ucb-bar/gemmini defaultConfig: pinned A/B halves, LoopMatmul skipping "
         "loads from DRAM address 0, first-layer and downsample convs, 8-stage acc scale); no measurement "
-        "of this combination exists in the sources."
+        "of this combination exists in the sources. Its mapping space (pinned halves under hardware "
+        "loops) is the KB's with --param loop_spad_ids=1."
     ),
     library=CURRENT_LIBRARY,
     rtl=CURRENT_RTL,
