@@ -137,14 +137,14 @@ class _Run:
                 self.one(ins)
                 self.fsm[CONV_FSM].configure(ins)
             elif op == "loop_ws":
+                t = self.one(ins)  # the doc's rules first: an illegal operand is refused by its rule
                 check_loop(self.rtl, op, self.fsm[WS_FSM].regs, ins.args, ins.line)
-                t = self.one(ins)
                 exp = expand_loop_ws(cfg, self.fsm[WS_FSM], ins)
                 spend(len(exp.entries), program, ins)
                 self.loop(WS_FSM, t, exp, ins.line)
             elif op == "loop_conv_ws":
+                t = self.one(ins)  # the doc's rules first: an illegal operand is refused by its rule
                 check_loop(self.rtl, op, self.fsm[CONV_FSM].regs, ins.args, ins.line)
-                t = self.one(ins)
                 exp = expand_loop_conv_ws(cfg, self.fsm[CONV_FSM], ins, self.st_scale_bits)
                 spend(len(exp.entries), program, ins)
                 self.loop(CONV_FSM, t, exp, ins.line)
