@@ -10,10 +10,9 @@ the independent statement it is checked against (test_lowering.py), nothing more
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from zomboss.targets.gemmini.config import GemminiConfig
 from zomboss.targets.gemmini.numerics import ONE_F32_BITS, f32_bits
+from zomboss.targets.gemmini.platform import ConvCall, MatmulCall  # the call records of both library revisions
 from zomboss.targets.gemmini.tiling import ConvTiling, MatmulTiling, conv_tiling, matmul_tiling
 
 from zomboss.errors import WorkloadError
@@ -22,33 +21,6 @@ from zomboss.program import Instr
 
 def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
-
-
-@dataclass(frozen=True)
-class MatmulCall:
-    """Arguments of one tiled_matmul_auto call (addresses in bytes, strides in elements)."""
-
-    dim_i: int
-    dim_j: int
-    dim_k: int
-    a: int
-    b: int
-    d: int  # 0: no bias
-    c: int
-    stride_a: int
-    stride_b: int
-    stride_d: int
-    stride_c: int
-    act: int = 0  # 0 none, 1 ReLU
-    scale: float = 1.0  # acc -> int8 output scale
-    a_scale: float = 1.0
-    b_scale: float = 1.0
-    d_scale: float = 1.0
-    repeating_bias: bool = False
-    a_transpose: bool = False
-    b_transpose: bool = False
-    full_c: bool = False
-    low_d: bool = False
 
 
 def tiled_matmul_auto(call: MatmulCall, cfg: GemminiConfig, tiling: MatmulTiling | None = None) -> list[Instr]:
@@ -139,37 +111,6 @@ def tiled_matmul_auto(call: MatmulCall, cfg: GemminiConfig, tiling: MatmulTiling
                 ]
     out.append(Instr("fence", ()))
     return out
-
-
-@dataclass(frozen=True)
-class ConvCall:
-    """Arguments of one tiled_conv_auto call (NHWC input, HWIO weights, int32 bias, NHWC output)."""
-
-    batch: int
-    in_row: int
-    in_col: int
-    in_ch: int
-    out_ch: int
-    kernel: int
-    stride: int
-    padding: int
-    input: int
-    weights: int
-    bias: int  # 0: no bias
-    output: int
-    act: int = 0
-    scale: float = 1.0
-    pool_size: int = 0
-    pool_stride: int = 0
-    pool_padding: int = 0
-
-    @property
-    def out_row(self) -> int:
-        return (self.in_row + 2 * self.padding - self.kernel) // self.stride + 1
-
-    @property
-    def out_col(self) -> int:
-        return (self.in_col + 2 * self.padding - self.kernel) // self.stride + 1
 
 
 def tiled_conv_auto(call: ConvCall, cfg: GemminiConfig, tiling: ConvTiling | None = None) -> list[Instr]:

@@ -53,22 +53,6 @@ def test_a_load_waits_for_older_loads_only_until_they_issue(cfg):
     assert overlapping.cycles < 0.8 * chain
 
 
-def test_a_load_still_waits_for_the_compute_reading_its_rows(cfg):
-    """ReservationStation.scala (gemmini-dosa line 314-316): a load depends on older ex entries
-    whose operand ranges overlap its destination (WAR), until they complete."""
-    base = [
-        ("config_ld", 0, 16, 0, 16, 1, ONE),
-        ("config_ex", 1, 0, 0, 0, 1, 1, 0, ONE, 0),
-        ("mvin", 0x10000, 0, 16, 16),
-        ("mvin", 0x10100, 16, 16, 16),
-        ("preload", 16, acc_addr(0), 16, 16, 16, 16),
-        ("compute_preloaded", 0, 0xFFFFFFFF, 16, 16, 16, 16),
-    ]
-    same = _run([*base, ("mvin", 0x10200, 0, 16, 16), ("fence",)], cfg)
-    other = _run([*base, ("mvin", 0x10200, 32, 16, 16), ("fence",)], cfg)
-    assert same.cycles > other.cycles
-
-
 def test_an_accumulator_load_waits_for_the_store_reading_its_rows(cfg):
     """ReservationStation.scala (gemmini-dosa line 318-319): a load's deps_st are older stores whose
     source overlaps its destination (WAR), until the store completes."""

@@ -176,7 +176,9 @@ def test_a_and_b_from_one_bank_take_two_cycles_per_row(cfg):
 
 
 def test_loads_wait_for_the_computes_reading_their_rows(cfg):
-    """WAR through the scratchpad: reloading A's rows must wait for the compute that reads them."""
+    """WAR through the scratchpad: reloading A's rows must wait for the compute that reads them
+    (ReservationStation.scala, gemmini-dosa lines 314-316: a load depends on older ex entries whose
+    operand ranges overlap its destination until they complete)."""
     base = [
         ("config_ld", 0, 16, 0, 16, 1, ONE),
         ("config_ex", 1, 0, 0, 0, 1, 1, 0, ONE, 0),
