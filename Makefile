@@ -32,8 +32,8 @@ typecheck: install
 unit: install
 	$(BIN)/pytest -n 2 -m "not slow"
 
-# The long end-to-end checks (full verification of the largest defaults, ...); CI runs them
-# after `make test`.
+# The long end-to-end checks (the full verification of the largest suite defaults, the Ray
+# bench, the slow probes), marked `slow`; CI runs them after `make test`.
 test-slow: install
 	$(BIN)/pytest -n 2 -m slow
 
