@@ -16,10 +16,9 @@ import time
 from ortools.sat.python import cp_model
 from zomboss.solvers.candidates import build_pool
 from zomboss.solvers.guides import SearchState, Simulated
-from zomboss.solvers.search import Runner, SolveResult, result_of, verify_winner
+from zomboss.solvers.search import Runner, SolveResult, candidate_zero, result_of, verify_winner
 from zomboss.solvers.sizing import SizingModel
 
-from zomboss.errors import ZombossError
 from zomboss.mapping import space
 from zomboss.store import Store
 from zomboss.target import Mode, Params, Target
@@ -54,12 +53,7 @@ def exhaustive(
     runner = Runner(t, wl, params, store, "exhaustive")
     refs = t.reference_mappings(wl, params)
     c0 = refs["library"]
-    c0_cycles, ok, c0_bd, c0_wall, _ = runner.run(c0, Mode.VERIFIED, 0, "candidate-0")
-    if not ok:
-        raise ZombossError(f"{t.name}:{wl.id}: Candidate-0 does not verify; refusing to search")
-    default = Simulated(
-        c0, c0_cycles, c0_bd, "candidate-0", sp.cost("estimate", c0, wl.shape), sp.cost("bound", c0, wl.shape), c0_wall
-    )
+    default = candidate_zero(runner, sp, c0)
     pool = build_pool(kb, wl.op, wl.shape, k=1, near=c0, budget_s=1e9)
     state = SearchState(sp, dict(wl.shape), default, {}, pool.candidates())
     done: set[str] = {c0.key()}

@@ -204,12 +204,7 @@ def solve(
     runner = Runner(t, wl, params, store, guide.name)
     refs = t.reference_mappings(wl, params)
     c0 = refs["library"]
-    c0_cycles, c0_ok, c0_bd, c0_wall, _ = runner.run(c0, Mode.VERIFIED, 0, "candidate-0")
-    if not c0_ok:
-        raise ZombossError(f"{t.name}:{wl.id}: Candidate-0 does not verify; refusing to search")
-    default = Simulated(
-        c0, c0_cycles, c0_bd, "candidate-0", sp.cost("estimate", c0, wl.shape), sp.cost("bound", c0, wl.shape), c0_wall
-    )
+    default = candidate_zero(runner, sp, c0)
     pool: Pool = build_pool(kb, wl.op, wl.shape, k=cfg.k, near=c0, budget_s=cfg.pool_seconds)
     others = {n: m for n, m in refs.items() if n != "library"}
     state = SearchState(sp, dict(wl.shape), default, others, pool.candidates(), kb=kb, workload=wl.id)
@@ -266,6 +261,18 @@ def solve(
         tokens=tokens if isinstance(tokens, int) else None,
         history=history,
         llm=usage if isinstance(usage, dict) else None,
+    )
+
+
+def candidate_zero(runner: Runner, sp: Space, c0: KnobMapping) -> Simulated:
+    """Candidate-0, simulated functional+timing and verified first, so that every search has a
+    verified kernel to return; a Candidate-0 that does not verify stops the search."""
+    wl = runner.wl
+    cycles, ok, bd, wall, _ = runner.run(c0, Mode.VERIFIED, 0, "candidate-0")
+    if not ok:
+        raise ZombossError(f"{runner.t.name}:{wl.id}: Candidate-0 does not verify; refusing to search")
+    return Simulated(
+        c0, cycles, bd, "candidate-0", sp.cost("estimate", c0, wl.shape), sp.cost("bound", c0, wl.shape), wall
     )
 
 
