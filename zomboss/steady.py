@@ -33,6 +33,7 @@ class Mark:
     state: np.ndarray  # timing-relevant state relative to `time` (float vector, fixed length per run)
     counters: np.ndarray  # event counters (bytes moved, packets, ...): added per skipped period
     linear: tuple[int, ...] = ()  # integer state that must advance by the same step every period
+    key: Hashable = None  # discrete state that must repeat exactly (configuration, parities)
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ def find_period(marks: list[Mark], policy: Policy) -> int | None:
         d1, d2 = a.time - b.time, b.time - c.time
         if d1 <= 0 or not _close(d1, d2, policy.rtol):
             continue
-        if a.state.shape != b.state.shape or a.linear.__len__() != b.linear.__len__():
+        if a.key != b.key or a.state.shape != b.state.shape or len(a.linear) != len(b.linear):
             continue
         tol = max(policy.state_tol, policy.state_rtol * d1)
         if a.state.size and float(np.max(np.abs(a.state - b.state))) > tol:
