@@ -180,71 +180,101 @@ class _Writes:
         self._arrays = None
 
 
+def _compile_plans(kb: KB) -> dict[str, _Plan]:
+    """Each mnemonic's checks compiled for `Checker.step`."""
+    plans: dict[str, _Plan] = {}
+    for ins in kb.instrs.values():
+        own = scope_names(kb, ins)
+        decoders, regs = [], []
+        for i, o in enumerate(ins.operands):
+            if o.kind in kb.layouts:
+                for f, (hi, lo) in kb.layouts[o.kind].bits.items():
+                    decoders.append((i, f"{o.name}.{f}", lo, (1 << (hi - lo + 1)) - 1))
+            if o.kind in kb.regfiles:
+                regs.append((i, f"{o.name}.val"))
+        uses = [
+            (
+                u.state,
+                _compile(kb, u.index, own) if u.index is not None else None,
+                u.alias,
+                [(f"{u.alias}.{f}", f) for f in kb.states[u.state][1]],
+            )
+            for u in ins.uses
+        ]
+        lets = [(n, _compile(kb, e, own)) for n, e in ins.lets]
+        rules = []
+        for r in kb.rules:
+            if ins.name in kb.applies.get(r.id, ()):
+                names = list(
+                    dict.fromkeys(
+                        x.name
+                        for x in ex.refs(r.expr)
+                        if x.name != "op" and (x.name in own or x.name.startswith("prev.") or x.name in kb.params)
+                    )
+                )
+                rules.append((r, names))
+        acc = [
+            (
+                a.memory,
+                _compile(kb, a.lo, own),
+                _compile(kb, a.hi, own),
+                _compile(kb, a.when, own) if a.when else None,
+            )
+            for a in ins.reads
+        ]
+        wacc = [
+            (
+                a.memory,
+                _compile(kb, a.lo, own),
+                _compile(kb, a.hi, own),
+                _compile(kb, a.when, own) if a.when else None,
+            )
+            for a in ins.writes
+        ]
+        sets = [
+            (
+                s.state,
+                _compile(kb, s.index, own) if s.index is not None else None,
+                s.field,
+                _compile(kb, s.value, own),
+            )
+            for s in ins.sets
+        ]
+        failing = _compile_failing(kb, [r for r, _ in rules], own)
+        plans[ins.name] = _Plan(ins, decoders, regs, uses, lets, rules, failing, acc, wacc, sets)
+    return plans
+
+
+@dataclass(frozen=True)
+class _Shared:
+    """What every checker of one KB shares (a checker per simulation must not recompile):
+    the plans of `step`, and `block`'s column plans and memos (valid whatever the checker)."""
+
+    plans: dict[str, _Plan]
+    vplans: dict[str, _VecPlan | None] = field(default_factory=dict)  # per mnemonic, made on first use
+    memos: dict[int, tuple[object, list[_Memo]]] = field(default_factory=dict)  # id(template) -> memos
+
+
+_SHARED: dict[int, tuple[KB, _Shared]] = {}
+
+
+def _shared(kb: KB) -> _Shared:
+    hit = _SHARED.get(id(kb))
+    if hit is None or hit[0] is not kb:
+        hit = (kb, _Shared(_compile_plans(kb)))
+        _SHARED[id(kb)] = hit
+        while len(_SHARED) > 16:
+            _SHARED.pop(next(iter(_SHARED)))
+    return hit[1]
+
+
 class Checker:
     """Stateful checker of one dynamic instruction stream."""
 
     def __init__(self, kb: KB, *, record: bool = False) -> None:
         self.kb = kb
-        self._plans: dict[str, _Plan] = {}
-        for ins in kb.instrs.values():
-            own = scope_names(kb, ins)
-            decoders, regs = [], []
-            for i, o in enumerate(ins.operands):
-                if o.kind in kb.layouts:
-                    for f, (hi, lo) in kb.layouts[o.kind].bits.items():
-                        decoders.append((i, f"{o.name}.{f}", lo, (1 << (hi - lo + 1)) - 1))
-                if o.kind in kb.regfiles:
-                    regs.append((i, f"{o.name}.val"))
-            uses = [
-                (
-                    u.state,
-                    _compile(kb, u.index, own) if u.index is not None else None,
-                    u.alias,
-                    [(f"{u.alias}.{f}", f) for f in kb.states[u.state][1]],
-                )
-                for u in ins.uses
-            ]
-            lets = [(n, _compile(kb, e, own)) for n, e in ins.lets]
-            rules = []
-            for r in kb.rules:
-                if ins.name in kb.applies.get(r.id, ()):
-                    names = list(
-                        dict.fromkeys(
-                            x.name
-                            for x in ex.refs(r.expr)
-                            if x.name != "op" and (x.name in own or x.name.startswith("prev.") or x.name in kb.params)
-                        )
-                    )
-                    rules.append((r, names))
-            acc = [
-                (
-                    a.memory,
-                    _compile(kb, a.lo, own),
-                    _compile(kb, a.hi, own),
-                    _compile(kb, a.when, own) if a.when else None,
-                )
-                for a in ins.reads
-            ]
-            wacc = [
-                (
-                    a.memory,
-                    _compile(kb, a.lo, own),
-                    _compile(kb, a.hi, own),
-                    _compile(kb, a.when, own) if a.when else None,
-                )
-                for a in ins.writes
-            ]
-            sets = [
-                (
-                    s.state,
-                    _compile(kb, s.index, own) if s.index is not None else None,
-                    s.field,
-                    _compile(kb, s.value, own),
-                )
-                for s in ins.sets
-            ]
-            failing = _compile_failing(kb, [r for r, _ in rules], own)
-            self._plans[ins.name] = _Plan(ins, decoders, regs, uses, lets, rules, failing, acc, wacc, sets)
+        shared = _shared(kb)
+        self._plans = shared.plans
         self._hazards_by_reader: dict[str, list[dm.Hazard]] = {}
         self._hazards_by_writer: dict[str, list[dm.Hazard]] = {}
         self._hazards_by_fence: dict[str, list[dm.Hazard]] = {}
@@ -257,8 +287,8 @@ class Checker:
         self.record_limit: int | None = None  # record at most this many events (None: all)
         self.events: list[tuple[int, str, dict[str, int], int | None, dict[str, int]]] = []
         self._keep: dict[str, frozenset[str]] | None = None  # per mnemonic: values the ASP check reads
-        self._vplans: dict[str, _VecPlan | None] = {}  # per mnemonic, compiled on first use by `block`
-        self._memos: dict[int, tuple[object, list[_Memo]]] = {}  # id(template) -> (template, memos)
+        self._vplans = shared.vplans
+        self._memos = shared.memos
         self.reset()
 
     def reset(self) -> None:
