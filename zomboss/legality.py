@@ -213,24 +213,17 @@ def _compile_plans(kb: KB) -> dict[str, _Plan]:
                     )
                 )
                 rules.append((r, names))
-        acc = [
-            (
+
+        def access(a: dm.Access, own: set[str] = own) -> tuple[str, Fn, Fn, Fn | None]:
+            return (
                 a.memory,
                 _compile(kb, a.lo, own),
                 _compile(kb, a.hi, own),
                 _compile(kb, a.when, own) if a.when else None,
             )
-            for a in ins.reads
-        ]
-        wacc = [
-            (
-                a.memory,
-                _compile(kb, a.lo, own),
-                _compile(kb, a.hi, own),
-                _compile(kb, a.when, own) if a.when else None,
-            )
-            for a in ins.writes
-        ]
+
+        acc = [access(a) for a in ins.reads]
+        wacc = [access(a) for a in ins.writes]
         sets = [
             (
                 s.state,
