@@ -500,7 +500,8 @@ class Checker:
         checked simulation: a hardware loop's expansion). True when every command is legal;
         the checker is then exactly as after `step` on each. False, changing nothing, when a
         command may break a rule or this path cannot tell (register operands, fences, values
-        beyond int64...): `step` through them then, which finds and reports the violation."""
+        beyond int64...): `step` through them then, which finds and reports the violation.
+        Commands are checked as `step` checks them without register values."""
         if self.record or blk.n == 0:
             return blk.n == 0
         try:
@@ -576,6 +577,10 @@ class _VecPlan:
     reads: tuple[_VAccess, ...]
     writes: tuple[_VAccess, ...]
     sets: tuple[_VSet, ...]
+
+    def in_env(self, name: str) -> bool:
+        """Whether `step` may hold `name` in this mnemonic's `env` (what a next `prev` sees)."""
+        return name in self.operands or name in self.decoders or name == "op" or name in self.alias or name in self.lets
 
     @classmethod
     def of(cls, kb: KB, ins: dm.Instr) -> _VecPlan:
@@ -988,7 +993,7 @@ class _BlockRun:
             sel = ~first & (gid[jc] == h.gid)
             if not sel.any():
                 continue
-            c = self.col(h, name)
+            c = self.col(h, name) if h.plan.in_env(name) else self.missing(h)  # prev.prev.x: never there
             rows = row[jc[sel]]
             b = _bad_rows(c, h.n)[rows]
             bad[sel] = b
