@@ -245,7 +245,7 @@ class _Shared:
 
     plans: dict[str, _Plan]
     vplans: dict[str, _VecPlan | None] = field(default_factory=dict)  # per mnemonic, made on first use
-    memos: dict[int, tuple[object, list[_Memo]]] = field(default_factory=dict)  # id(template) -> memos
+    memos: _Memos = field(default_factory=lambda: _Memos())
 
 
 _SHARED: dict[int, tuple[KB, _Shared]] = {}
@@ -728,6 +728,41 @@ class _Memo:
     units: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
     envs: dict[str, tuple[int, dict[str, Any], tuple[str, ...]]]  # unit -> last position, fixed env, varying names
 
+    @property
+    def size(self) -> int:
+        """Bytes of the arrays it holds (views of a block's operands are the block's)."""
+        cols = [c for d in self.cols for c in d.values()] + [c for d in self.nodes for c in d.values()]
+        return sum(x.nbytes for c in cols for x in (c.val, c.bad) if isinstance(x, np.ndarray) and x.base is None)
+
+
+class _Memos:
+    """The memos of each template (by identity; the latest few first), within a byte budget:
+    the templates least recently added to go first."""
+
+    PER_TEMPLATE = 4
+
+    def __init__(self, budget: int = 64 << 20) -> None:
+        self.budget = budget
+        self.size = 0
+        self._by: dict[int, tuple[object, list[tuple[_Memo, int]]]] = {}
+
+    def of(self, template: object) -> list[_Memo]:
+        hit = self._by.get(id(template))
+        return [m for m, _ in hit[1]] if hit is not None and hit[0] is template else []
+
+    def add(self, template: object, memo: _Memo) -> None:
+        old = self._by.pop(id(template), None)
+        entries = old[1] if old is not None and old[0] is template else []
+        size = memo.size
+        entries.insert(0, (memo, size))
+        self.size += size
+        while len(entries) > self.PER_TEMPLATE:
+            self.size -= entries.pop()[1]
+        self._by[id(template)] = (template, entries)  # the most recent last
+        while self.size > self.budget and self._by:
+            _, dropped = self._by.pop(next(iter(self._by)))
+            self.size -= sum(n for _, n in dropped)
+
 
 class _BlockRun:
     """One `Checker.block` call: evaluates every check over the block's columns and, when all
@@ -775,7 +810,7 @@ class _BlockRun:
         t = self.blk.template
         if t is None:
             return None
-        for m in self.ch._memos.get(id(t), (t, []))[1]:
+        for m in self.ch._memos.of(t):
             if all(self._read(k) == v for k, v in m.reads):
                 for g, cols, nodes in zip(self.groups, m.cols, m.nodes, strict=True):
                     g.cols.update(cols)
@@ -805,11 +840,7 @@ class _BlockRun:
             dict(self._units),
             dict(self._envs),
         )
-        memos = self.ch._memos.setdefault(id(t), (t, []))[1]
-        memos.insert(0, memo)
-        del memos[4:]
-        while len(self.ch._memos) > 64:
-            self.ch._memos.pop(next(iter(self.ch._memos)))
+        self.ch._memos.add(t, memo)
 
     def _tracked(self, key: tuple[int, str], make: Callable[[], Any]) -> Any:
         """Compute one value (a column, an index, setters) noting whether it varies."""

@@ -197,3 +197,15 @@ def test_generated_rules(tmp_path_factory, doc, body, prefix):
         ch.step(Instr(op, args, 1))
         ref.step(Instr(op, args, 1))
     check_block(ch, ref, body, Block.of(body, line=2))
+
+
+def test_memos_stay_within_their_byte_budget(kb, monkeypatch):
+    cmds: list[Cmd] = [("config_ld", (0, 16, 8)), ("load", (4096, 0, 8, 4)), ("store", (8192, 0, 2))]
+    ch, ref = Checker(kb), Checker(kb)
+    template = object()
+    assert check_block(ch, ref, cmds, _templated(cmds, template, 2))
+    assert ch._memos.of(template) and 0 < ch._memos.size <= ch._memos.budget
+    monkeypatch.setattr(ch._memos, "budget", 0)
+    other = object()
+    assert check_block(ch, ref, cmds, _templated(cmds, other, 2))
+    assert ch._memos.size == 0 and not ch._memos.of(template) and not ch._memos.of(other)
