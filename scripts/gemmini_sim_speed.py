@@ -11,14 +11,15 @@ machine.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from zomboss.targets.gemmini import TARGET
 from zomboss.targets.gemmini.simulator import dynamic_stream, kb_checker, simulate
 
 
-def _cpu(fn: object) -> float:
+def _cpu(fn: Callable[[], object]) -> float:
     c0 = time.process_time()
-    fn()  # type: ignore[operator]
+    fn()
     return time.process_time() - c0
 
 
