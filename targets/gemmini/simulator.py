@@ -105,6 +105,8 @@ class _Run:
         tm, machine, checker, counts = self.tm, self.machine, self.checker, self.counts
         for e in exp.entries:
             counts[e[0]] += 1
+        if checker is not None and (blk := exp.block(line)) is not None and checker.block(blk):
+            checker = None  # every command checked (and legal) at once; else one by one below
         if machine is None and checker is None:
             if tm is not None:
                 ext = (self.policy, self.steady_loops) if self.extrapolating else None
