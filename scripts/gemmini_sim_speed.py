@@ -29,15 +29,17 @@ def main() -> None:
     cfg = inst.cfg
     program = TARGET.lower(inst, TARGET.reference_mappings(wl, {})["library"])
     n = 0
-    for check in (False, True):
-        t0, c0 = time.perf_counter(), time.process_time()
-        res = simulate(program, cfg, None, functional=False, timing=True, check=check)
-        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        n = sum(res.counts.values())
-        print(
-            f"timing-only, checker {'on ' if check else 'off'}: {n:,} instructions, {res.cycles:,} cycles, "
-            f"{wall:.2f} s wall ({n / wall:,.0f} instr/s), {cpu:.2f} s CPU ({n / cpu:,.0f} instr/s)"
-        )
+    for extrapolate in (False, True):
+        for check in (False, True):
+            t0, c0 = time.perf_counter(), time.process_time()
+            res = simulate(program, cfg, None, functional=False, timing=True, check=check, extrapolate=extrapolate)
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            n = sum(res.counts.values())
+            how = "extrapolated" if extrapolate else "full"
+            print(
+                f"timing-only ({how}), checker {'on ' if check else 'off'}: {n:,} instructions, {res.cycles:,} "
+                f"cycles, {wall:.2f} s wall ({n / wall:,.0f} instr/s), {cpu:.2f} s CPU ({n / cpu:,.0f} instr/s)"
+            )
     stream = [ins for ins, _ in dynamic_stream(program, cfg)]
     checker = kb_checker(cfg)
     plain = _cpu(lambda: [checker.step(ins) for ins in stream])
