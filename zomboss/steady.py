@@ -19,10 +19,19 @@ simulated in full, and the report says so.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 import numpy as np
+
+ENV = "ZOMBOSS_EXTRAPOLATE"
+
+
+def enabled() -> bool:
+    """Whether timing-only evaluations extrapolate: yes, unless the environment sets
+    ZOMBOSS_EXTRAPOLATE=0, which forces full simulation (what the golden table pins)."""
+    return os.environ.get(ENV, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 @dataclass(frozen=True)

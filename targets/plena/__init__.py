@@ -4,7 +4,10 @@ mappings, the three evaluation modes, program files and assembly export.
 Evaluations (`evaluate`):
 * TIMING runs the simulator timing-only: no data moves and nothing is computed, only the
   registers, CSRs, loop counters and DMA addresses that costs and control flow depend on;
-  its `rtl` and `emu` cycles, counts and HBM bytes are those of the functional run.
+  its `rtl` and `emu` cycles, counts and HBM bytes are those of the functional run. It
+  extrapolates over the steady iterations of hardware loops (`simulator._Steady`; cycles
+  within a fraction of a percent of the full run's, `report["steady"]` says what was
+  skipped) unless ZOMBOSS_EXTRAPOLATE=0 (`zomboss.steady.enabled`) forces full simulation.
 * CHECKED adds the doc's rule checker on every executed instruction (still without data).
 * VERIFIED runs functionally, timed and checked, on the instance's seed, and compares the
   output with the golden reference under both gates (PLENA's and the strict one); it also
@@ -26,6 +29,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from zomboss import steady
 from zomboss.errors import WorkloadError
 from zomboss.inputs import MAX_INSTRUCTIONS, check_budget
 from zomboss.knowledge import KB
@@ -141,8 +145,12 @@ class PlenaTarget:
             run, verified = ver.run, ver.verified
             report.update(_gates(ver))
         else:
-            run = simulate(kernel.program, inst.cfg, modes=DEFAULT_MODES, check=mode is Mode.CHECKED, functional=False)
+            run = simulate(
+                kernel.program, inst.cfg, modes=DEFAULT_MODES, check=mode is Mode.CHECKED, functional=False,
+                extrapolate=mode is Mode.TIMING and steady.enabled(),
+            )  # fmt: skip
         report.update(_run_report(run))
+        report["verify"] = "full" if mode is Mode.VERIFIED else "none"  # every output element, or not run
         return Evaluation(
             target=self.name,
             workload=inst.workload.id,
@@ -290,6 +298,7 @@ def _run_report(run: PlenaRun) -> dict[str, Any]:
         "hbm_read_bytes": run.hbm_read_bytes,
         "hbm_write_bytes": run.hbm_write_bytes,
         "sim_wall_s": round(run.wall_s, 3),
+        **({"steady": dict(run.steady)} if run.steady is not None else {}),
     }
 
 

@@ -36,6 +36,7 @@ from zomboss.targets.plena.machine import MASK32, Fault, Machine, PlenaConfig, R
 from zomboss.targets.plena.numerics import bf16_bits_scalar, bf16_round, fp16_then_bf16
 
 from zomboss import expr as ex
+from zomboss import steady
 from zomboss.errors import IllegalProgram, ZombossError
 from zomboss.inputs import over_budget
 from zomboss.knowledge import KB
@@ -74,6 +75,7 @@ class PlenaRun:
     hbm_read_bytes: int  # 64-byte blocks read from HBM (prefetches and store RMW reads) x 64
     hbm_write_bytes: int  # 64-byte blocks written to HBM x 64
     wall_s: float
+    steady: Mapping[str, object] | None = None  # what steady-state extrapolation did (None: every instruction ran)
 
     def vram_tensor(self, base: int, rows: int, cols: int, phys_rows: int | None = None) -> np.ndarray:
         """A logical [rows, cols] tensor stored column-block-major at element `base`."""
@@ -91,6 +93,7 @@ class PlenaRun:
             "class_counts": dict(self.class_counts),
             "hbm_read_bytes": self.hbm_read_bytes,
             "hbm_write_bytes": self.hbm_write_bytes,
+            **({"steady": dict(self.steady)} if self.steady is not None else {}),
         }
 
 
@@ -287,21 +290,76 @@ class _Block:
     """A straight-line run of the program, ending after its first loop-state change (a loop
     jumps back to the instruction after its C_LOOP_START), executed as a whole by the fast
     loop: `steps` are the instructions with something to run or a hazard probe, with their
-    position in the block and whether the instruction right before them has a probe."""
+    position in the block and whether the instruction right before them has a probe; `rtl`
+    is the block's static rtl cost (the extrapolating run's clock adds it per execution)."""
 
-    __slots__ = ("start", "end", "code", "steps", "executions")
+    __slots__ = ("start", "end", "code", "steps", "executions", "rtl")
 
     def __init__(self, start: int, code: list[_Decoded], probing: bool) -> None:
         self.start, self.end, self.code = start, start + len(code), code
         steps = []
         prev_probed = False
+        rtl = 0
         for i, d in enumerate(code):
             probe = d.probe if probing else None
             if probe is not None or d.run is not None:
                 steps.append((probe, d.run, prev_probed, i))
             prev_probed = probe is not None
+            if d.cost is not None:
+                rtl += d.cost.rtl
         self.steps = tuple(steps)
         self.executions = 0
+        self.rtl = rtl
+
+
+@dataclass(frozen=True)
+class _HwLoop:
+    """A hardware loop the extrapolating run may treat as `count` alike iterations: opened at
+    `start` and closed at `end` by the same counter register, whose body (nested loops
+    included) neither breaks out, writes the counter, nor touches the INT SRAM (a value
+    stored there could steer a later address: state the linear registers do not carry)."""
+
+    start: int
+    end: int
+    counter: int
+    count: int
+    work: int  # instructions one iteration executes (nested loops multiplied out)
+
+
+_NO_STEADY = frozenset({"C_BREAK", "S_ST_INT", "S_LD_INT"})
+# A loop executing fewer instructions than this is simulated: watching it for a steady state
+# (a few marks and period tests, ~0.1 ms) would cost more than running it.
+MIN_STEADY_WORK = 1024
+
+
+def hw_loop(instrs: Sequence[Instr], start: int) -> _HwLoop | None:
+    """The loop opened by the C_LOOP_START at `start`, if its iterations are alike (`_HwLoop`)."""
+    rd, count = instrs[start].args
+    if rd == 0 or count < 1:
+        return None
+    open_regs: list[tuple[int, int]] = []  # nested loops: (counter, count)
+    weight = work = 1
+    for pc in range(start + 1, len(instrs)):
+        ins = instrs[pc]
+        op = ins.op
+        work += weight
+        if op in _NO_STEADY:
+            return None
+        if op == "C_LOOP_START":
+            if ins.args[0] == rd:
+                return None
+            open_regs.append((ins.args[0], max(ins.args[1], 1)))
+            weight *= open_regs[-1][1]
+        elif op == "C_LOOP_END":
+            if open_regs and open_regs[-1][0] == ins.args[0]:
+                weight //= open_regs.pop()[1]
+            elif not open_regs and ins.args[0] == rd:
+                return _HwLoop(start, pc, rd, count, work - 1)
+            else:
+                return None
+        elif op in sem_scalar.GP_WRITERS and ins.args[0] == rd:
+            return None
+    return None
 
 
 def min_executed(program: Program, kb: KB) -> int:
@@ -349,6 +407,7 @@ class _Run:
         check: bool,
         budget: int | None = None,
         functional: bool = True,
+        extrapolate: bool = False,
     ) -> None:
         if program.target not in ("plena", ""):
             raise ZombossError(f"a {program.target} program cannot run on the PLENA simulator")
@@ -379,6 +438,9 @@ class _Run:
         self.hazard_cycles = 0
         self.overlap = T.Overlap(kb) if "overlap" in self.modes else None
         self.budget = budget if budget is not None else 1 << 62
+        # steady-state extrapolation of hardware loops: timing-only runs without checker or overlap
+        steady_ok = extrapolate and not self.functional and self.checker is None and self.overlap is None
+        self.steady = steady.Report() if steady_ok else None
         if budget is not None:
             least = min_executed(program, kb)
             if least > budget:
@@ -438,6 +500,8 @@ class _Run:
         try:
             if trace or self.checker is not None or self.overlap is not None:
                 yield from self._loop(trace)
+            elif self.steady is not None and not trace:
+                _Steady(self).run()
             else:
                 self._straight()
         finally:
@@ -512,41 +576,50 @@ class _Run:
         """Block by block: what a run without checker, trace or `overlap` needs (the guards are
         checked once per block, which is exact since only a block's last instruction changes
         the loop state)."""
-        m, at, instrs = self.m, self._block_at(), self.instrs
-        between = self.hazards.between
-        maxl = self.cfg.max_loop_instructions
-        loops, gp = m.loops, m.gp
-        budget = self.budget
-        hazards = 0
+        at, step = self._block_at(), self.step
         n = len(self.code)
         pc = 0
         while pc < n:
             b = at[pc]
             assert b is not None, "loops jump to the instruction after a C_LOOP_START, which starts a block"
-            b.executions += 1
-            first = m.executed + 1
-            m.executed += len(b.code)
-            if m.executed > budget or (loops and m.executed - loops[0][2] > maxl):
-                for i in range(len(b.code)):  # find the first instruction past a guard
-                    m.executed = first + i
-                    self._guards(instrs[b.start + i])
-            nxt = None
-            prev: T.Probe | None = None
-            i = 0
-            try:
-                for probe, run, chained, i in b.steps:  # noqa: B007 - `i` names the faulting step
-                    if probe is not None:
-                        p = probe(gp)
-                        if chained:
-                            hazards += between(prev, p)
-                        prev = p
-                    if run is not None:
-                        nxt = run()
-            except (Fault, IndexError, ValueError) as e:
-                m.executed = first + i
-                raise self._fault(instrs[b.start + i], e) from None
+            nxt = step(b)
             pc = b.end if nxt is None else nxt
-        self.hazard_cycles += hazards
+        self.tally_counts()
+
+    def step(self, b: _Block) -> int | None:
+        """Execute one block; returns its jump target (None: fall through)."""
+        m = self.m
+        b.executions += 1
+        first = m.executed + 1
+        m.executed += len(b.code)
+        loops = m.loops
+        if m.executed > self.budget or (loops and m.executed - loops[0][2] > self.cfg.max_loop_instructions):
+            for i in range(len(b.code)):  # find the first instruction past a guard
+                m.executed = first + i
+                self._guards(self.instrs[b.start + i])
+        gp, between = m.gp, self.hazards.between
+        hazards = 0
+        nxt = None
+        prev: T.Probe | None = None
+        i = 0
+        try:
+            for probe, run, chained, i in b.steps:  # noqa: B007 - `i` names the faulting step
+                if probe is not None:
+                    p = probe(gp)
+                    if chained:
+                        hazards += between(prev, p)
+                    prev = p
+                if run is not None:
+                    nxt = run()
+        except (Fault, IndexError, ValueError) as e:
+            m.executed = first + i
+            raise self._fault(self.instrs[b.start + i], e) from None
+        if hazards:
+            self.hazard_cycles += hazards
+        return nxt
+
+    def tally_counts(self) -> None:
+        """Executions per decoding, from the blocks' execution counts."""
         counts = self.counts
         for b in self.blocks:
             if b.executions:
@@ -610,7 +683,133 @@ class _Run:
             hbm_read_bytes=m.read_blocks * cfg.hbm_block,
             hbm_write_bytes=m.write_blocks * cfg.hbm_block,
             wall_s=wall,
+            steady=self.steady.to_json() if self.steady is not None else None,
         )
+
+
+POLICY = steady.Policy()
+_NO_STATE = np.zeros(0)
+_CSRS = ("scale", "stride", "v_mask")
+
+
+def _one_run(t: int) -> int:
+    """Every iteration of an alike hardware loop is alike (`hw_loop` made sure)."""
+    return 0
+
+
+class _Steady:
+    """The extrapolating executor of a timing-only run (plena.md §7's rtl model is in order and
+    blocking, so its timing state at an iteration boundary is the clock alone: no hazard pairs
+    straddle a loop instruction). Blocks run as `_Run.step` runs them; each alike hardware loop
+    (`hw_loop`), nested ones included, runs through `steady.repeat`, marked by the rtl clock
+    (static costs of the blocks run + DMA + hazards), the DMA and hazard counters and the DMA
+    alignment phase (whose per-period sum repeats only once the address residues do), and the
+    registers and CSRs, which must advance linearly. A skip credits every block of the last
+    period once per skipped period (they are the same instructions), so counts, emu cycles
+    and the breakdown stay those of the skipped iterations."""
+
+    def __init__(self, run: _Run) -> None:
+        assert run.steady is not None
+        self.r, self.m, self.report = run, run.m, run.steady
+        self.at = run._block_at()
+        self.loops: dict[int, _HwLoop | None] = {}
+        self.log: list[_Block | tuple[_Block, int]] = []  # blocks run, and skip credits (block, times)
+        self.tallied = 0  # log entries whose static cost `static` holds
+        self.static = 0
+
+    def run(self) -> None:
+        pc, n = 0, len(self.r.code)
+        while pc < n:
+            pc = self.advance(pc)
+        self.r.tally_counts()
+
+    def advance(self, pc: int) -> int:
+        """Run the block at `pc` and, when it opens an alike loop, the whole loop; the next pc."""
+        b = self.at[pc]
+        assert b is not None, "loops jump to the instruction after a C_LOOP_START, which starts a block"
+        nxt = self.r.step(b)
+        self.log.append(b)
+        last = b.end - 1
+        if self.r.instrs[last].op == "C_LOOP_START":
+            if last not in self.loops:
+                self.loops[last] = hw_loop(self.r.instrs, last)
+            lp = self.loops[last]
+            if lp is not None and lp.count * lp.work >= MIN_STEADY_WORK:
+                self.repeat(lp)
+                return lp.end + 1
+        return b.end if nxt is None else nxt
+
+    def repeat(self, lp: _HwLoop) -> None:
+        """The iterations of `lp` (its C_LOOP_START has run)."""
+        at, step, log = self.at, self.r.step, self.log
+        marked: list[int] = []  # the log's length at each mark
+
+        def body(_t: int) -> None:
+            pc = lp.start + 1
+            while True:
+                b = at[pc]
+                assert b is not None
+                if b.end - 1 == lp.end:
+                    step(b)
+                    log.append(b)
+                    return
+                pc = self.advance(pc)
+
+        def mark() -> steady.Mark:
+            marked.append(len(log))
+            return self.mark()
+
+        def skip(s: steady.Skip) -> None:
+            self.skip(s, marked[-1 - s.iterations // s.periods], marked[-1])
+
+        steady.repeat(lp.count, _one_run, body, mark, skip, POLICY, self.report)
+        loops = self.m.loops
+        if loops and loops[-1][0] == lp.start:  # a skip covered the last iteration: close the loop as it would
+            loops.pop()
+            self.m.gp[lp.counter] = 0
+
+    def mark(self) -> steady.Mark:
+        log, static = self.log, self.static
+        for k in range(self.tallied, len(log)):
+            e = log[k]
+            static += e[0].rtl * e[1] if isinstance(e, tuple) else e.rtl
+        self.static, self.tallied = static, len(log)
+        m, hz = self.m, self.r.hazard_cycles
+        return steady.Mark(
+            time=float(static + m.dma_cycles + hz),
+            state=_NO_STATE,
+            counters=np.array([m.dma_cycles, hz, m.read_blocks, m.write_blocks, m.dma_phase], dtype=np.float64),
+            linear=(*m.gp, *m.a, *(m.csr[k] for k in _CSRS)),
+        )
+
+    def skip(self, s: steady.Skip, lo: int, hi: int) -> None:
+        """Advance over `s`: the blocks logged in [lo, hi) (the last period) once per period."""
+        m, r, times = self.m, self.r, s.periods
+        credits: list[_Block | tuple[_Block, int]] = []
+        executed = 0
+        for e in self.log[lo:hi]:
+            b, w = e if isinstance(e, tuple) else (e, 1)
+            w *= times
+            b.executions += w
+            executed += len(b.code) * w
+            credits.append((b, w))
+        self.log.extend(credits)
+        m.executed += executed
+        dma, hz, rd, wr, phase = (int(round(float(c))) for c in s.counters)
+        m.dma_cycles += dma
+        r.hazard_cycles += hz
+        m.read_blocks += rd
+        m.write_blocks += wr
+        m.dma_phase += phase
+        lin, gp, a = s.linear, m.gp, m.a
+        for i in range(1, len(gp)):
+            gp[i] = (gp[i] + lin[i]) & MASK32
+        for i in range(len(a)):
+            a[i] += lin[len(gp) + i]
+        for i, k in enumerate(_CSRS):
+            m.csr[k] = (m.csr[k] + lin[len(gp) + len(a) + i]) & MASK32
+        if m.loops:  # the loop skipped over starts its next iteration now (the loop guard counts from here)
+            m.loops[-1][2] = m.executed
 
 
 def _hbm_from(hbm: H.Hbm | bytes | bytearray | np.ndarray | None) -> H.Hbm:
@@ -661,6 +860,7 @@ def simulate(
     check: bool = True,
     max_instructions: int | None = None,
     functional: bool = True,
+    extrapolate: bool = False,
 ) -> PlenaRun:
     """Run a program and return the final state with cycles under each timing mode.
 
@@ -679,10 +879,15 @@ def simulate(
     so cycles, counts and HBM bytes equal the functional run's and the final state holds no
     data (`PlenaRun.functional` says so). The simulator's own data-access faults are not
     raised; with `check` the doc's rules still refuse every illegal instruction. A program
-    whose addresses could depend on its data (`needs_data`) runs functionally anyway."""
+    whose addresses could depend on its data (`needs_data`) runs functionally anyway.
+
+    `extrapolate` lets a timing-only run (no checker, no `overlap`) advance over the steady
+    iterations of its hardware loops instead of simulating each (`_Steady`): cycles agree
+    with the full run's within a fraction of a percent, `PlenaRun.steady` says what was
+    extrapolated, and the final state's registers are the extrapolated ones."""
     t0 = time.perf_counter()
     with _no_gc():  # decoding allocates a few objects per static instruction and makes no cycles
-        run = _Run(program, cfg, _hbm_from(hbm), modes, check, max_instructions, functional)
+        run = _Run(program, cfg, _hbm_from(hbm), modes, check, max_instructions, functional, extrapolate)
         _initialise(run.m, fpsram_init, intsram_init, vram_init, fpsram_fp16)
         with np.errstate(all="ignore"):
             for _ in run.execute():
