@@ -7,14 +7,43 @@ here means a lowering never spells a mnemonic or an operand order twice.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TypeVar
 
 from zomboss.errors import ZombossError
 from zomboss.program import Instr, Program
 
 IMM18 = 1 << 18
 IMM22 = 1 << 22
+X = TypeVar("X")
+# Immediates that only decide the value a GP register receives (the linear state a timing
+# model tracks): two copies differing only there are alike.
+_VALUE_IMMEDIATES = {"S_ADDI_INT": 2, "S_LUI_INT": 1}
+
+
+@dataclass(frozen=True)
+class Copies:
+    """An unrolled region: copy t of it is instructions [starts[t], starts[t+1]) (the last
+    ends at `end`); copies with equal `keys` are the same instructions up to the immediates
+    that set address registers, so a timing model may extrapolate over runs of them
+    (`simulator._Steady`). `depth` counts the regions around it. Kept in the program's meta
+    (`Program.meta["copies"]`): the instruction stream, and so its digest, is unchanged."""
+
+    depth: int
+    starts: tuple[int, ...]
+    end: int
+    keys: tuple[int, ...]
+
+
+def alike_key(instrs: Iterable[Instr]) -> int:
+    """A hash of instructions with their value immediates blanked."""
+    shape = []
+    for ins in instrs:
+        pos = _VALUE_IMMEDIATES.get(ins.op)
+        shape.append((ins.op, ins.args[:pos]) if pos is not None else (ins.op, ins.args))
+    return hash(tuple(shape))
 
 
 class Asm:
@@ -22,12 +51,37 @@ class Asm:
 
     def __init__(self) -> None:
         self.instrs: list[Instr] = []
+        self.regions: list[Copies] = []
+        self._open_copies = 0
+        self._open_loops = 0
 
     def emit(self, op: str, *args: int) -> None:
         self.instrs.append(Instr(op, args))
 
     def program(self, meta: Mapping[str, object] | None = None) -> Program:
-        return Program("plena", tuple(self.instrs), dict(meta or {}))
+        extra = {"copies": tuple(self.regions)} if self.regions else {}
+        return Program("plena", tuple(self.instrs), {**dict(meta or {}), **extra})
+
+    def copies(self, items: Iterable[X]) -> Iterator[X]:
+        """Iterate `items`, each iteration's instructions one copy of an unrolled region
+        (`Copies`): the lowering's Python loops keep their structure for the timing model.
+        Hardware loops may sit inside copies, not copies inside hardware loops."""
+        todo = list(items)
+        if len(todo) < 3 or self._open_loops:  # too short to extrapolate over; or inside a loop body
+            yield from todo
+            return
+        depth, starts = self._open_copies, []
+        self._open_copies += 1
+        try:
+            for x in todo:
+                starts.append(len(self.instrs))
+                yield x
+        finally:
+            self._open_copies -= 1
+        end = len(self.instrs)
+        bounds = [*starts, end]
+        keys = tuple(alike_key(self.instrs[a:b]) for a, b in zip(bounds, bounds[1:], strict=False))
+        self.regions.append(Copies(depth, tuple(starts), end, keys))
 
     # -- integer scalar -------------------------------------------------------
     def li(self, rd: int, value: int) -> None:
@@ -61,7 +115,9 @@ class Asm:
         if not 1 <= n < IMM22:
             raise ZombossError(f"hardware loop count {n} outside 1..{IMM22 - 1}")
         self.emit("C_LOOP_START", counter, n)
+        self._open_loops += 1
         yield
+        self._open_loops -= 1
         self.emit("C_LOOP_END", counter)
 
     def set_addr(self, areg: int, gp_lo: int) -> None:

@@ -57,7 +57,7 @@ def lower_linear(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
 
     def compute(ci: int, ks: int, kc: int, c0: int, cn: int, rb: int) -> None:
         valid = min(geo.mlen, mm - rb * geo.mlen)
-        for j in range(cn):
+        for j in asm.copies(range(cn)):
             tile = y.block(rb, c0 + j, geo.mlen)
             target = tile if ci == 0 or temp is None else temp.base
             t.projection(
@@ -70,18 +70,18 @@ def lower_linear(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
 
     def one_pass(ci: int, ks: int, kc: int, c0: int, cn: int) -> None:
         """The loaded W tiles stay resident across m_block row blocks."""
-        for rb0 in range(0, row_blocks, m_block):
+        for rb0 in asm.copies(range(0, row_blocks, m_block)):
             load(ks, kc, c0, cn)
-            for rb in range(rb0, min(rb0 + m_block, row_blocks)):
+            for rb in asm.copies(range(rb0, min(rb0 + m_block, row_blocks))):
                 compute(ci, ks, kc, c0, cn, rb)
 
     if m.sym("order") == "kchunk_outer":
-        for ci, (ks, kc) in enumerate(chunks):
-            for c0, cn in groups:
+        for ci, (ks, kc) in enumerate(asm.copies(chunks)):
+            for c0, cn in asm.copies(groups):
                 one_pass(ci, ks, kc, c0, cn)
     else:
-        for c0, cn in groups:
-            for ci, (ks, kc) in enumerate(chunks):
+        for c0, cn in asm.copies(groups):
+            for ci, (ks, kc) in enumerate(asm.copies(chunks)):
                 one_pass(ci, ks, kc, c0, cn)
     return Kernel(asm.program({"op": "linear", "source": "lowering"}), al.layout(y, {t.FP_ZERO: 0.0}))
 
@@ -145,7 +145,7 @@ def lower_rmsnorm(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
             asm.addi(g_act, g_act, stride)
 
     if serial:
-        for r in range(rows):
+        for r in asm.copies(range(rows)):
             base = x.base + geo.vlen * r
             asm.li(g_act, base)
             asm.li(g_stats, base)
@@ -243,7 +243,7 @@ def lower_ffn(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
         kt = w0.rows // geo.mlen
         if hoist:
             t.csr_setup(asm, w0, 0, g_off, g_stride, base=False)
-        for cb in range(w0.cols // geo.mlen):
+        for cb in asm.copies(range(w0.cols // geo.mlen)):
             for j, (w, _, areg) in enumerate(pairs):
                 if not hoist and j == 0:
                     t.csr_setup(asm, w, areg, g_off, g_stride)
@@ -282,8 +282,8 @@ def _ffn_block(
             asm.addi(g_act, g_act, k_stride)
 
     if unroll:
-        for slot in range(per_block):
-            for a in range(groups):
+        for slot in asm.copies(range(per_block)):
+            for a in asm.copies(range(groups)):
                 for t0, out in outs:
                     asm.li(g_mat, t0 * geo.tile + slot * geo.blen * geo.mlen)
                     asm.li(g_act, act.base + a * geo.blen * geo.vlen)
@@ -383,33 +383,33 @@ def lower_attention(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
 
     qblocks = cdiv(sq, ml)
     if one_pass:
-        for qb in range(qblocks):
+        for qb in asm.copies(range(qblocks)):
             rows = min(ml, sq - qb * ml)
             kbs = qb + 1 if causal else kvt
-            for kb in range(kbs):
+            for kb in asm.copies(range(kbs)):
                 load(k_h, k_reg, kb, 0)
                 scores(qb, rows, kb, s.block(0, kb, ml))
             t.softmax_rows(asm, geo, s.base, rows, kbs, s.phys_rows * geo.vlen, rolled=True, scale_reg=1)
-            for kb in range(kbs):  # V block kb, column block c -> MRAM tile kb*dt + c
+            for kb in asm.copies(range(kbs)):  # V block kb, column block c -> MRAM tile kb*dt + c
                 load(v_h, v_reg, kb, kb * dt, setup=not hoist and kb == 0)
             for cb in range(dt):
                 t.projection(asm, geo, s.base, s.phys_rows * geo.vlen, cb * geo.tile, o.addr(qb * ml, cb * ml), kbs,
                              cdiv(rows, geo.blen), mat_k_stride=dt * geo.tile)  # fmt: skip
     elif not kv_outer:
-        for qb in range(qblocks):
+        for qb in asm.copies(range(qblocks)):
             rows = min(ml, sq - qb * ml)
             init_rows(qb * ml, rows)
-            for kb in range(qb + 1 if causal else kvt):
+            for kb in asm.copies(range(qb + 1 if causal else kvt)):
                 load(k_h, k_reg, kb, 0)
                 scores(qb, rows, kb, s.base)
                 flash_step(qb, rows, kb, 0, 0)
             t.scale_rows(asm, geo, o, qb * ml, rows, l_slot, reciprocal=True)
     else:
         init_rows(0, sq)
-        for kb in range(kvt):
+        for kb in asm.copies(range(kvt)):
             load(k_h, k_reg, kb, 0)
             load(v_h, v_reg, kb, dt)
-            for qb in range(kb if causal else 0, qblocks):
+            for qb in asm.copies(range(kb if causal else 0, qblocks)):
                 rows = min(ml, sq - qb * ml)
                 scores(qb, rows, kb, s.base)
                 flash_step(qb, rows, kb, dt, qb * ml)
@@ -441,7 +441,7 @@ def lower_rope(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
 
     def repeat(n: int, counter: int, body: Callable[[], None]) -> None:
         if unroll:
-            for _ in range(n):
+            for _ in asm.copies(range(n)):
                 body()
         else:
             with asm.loop(counter, n):

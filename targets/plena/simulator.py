@@ -31,6 +31,7 @@ import numpy as np
 from zomboss.targets.plena import hbm as H
 from zomboss.targets.plena import sem_control, sem_dma, sem_matrix, sem_scalar, sem_vector
 from zomboss.targets.plena import timing as T
+from zomboss.targets.plena.builder import Copies
 from zomboss.targets.plena.machine import DOC as DOC  # re-exported: the simulator's doc and machine
 from zomboss.targets.plena.machine import MASK32, Fault, Machine, PlenaConfig, Runner, Semantics
 from zomboss.targets.plena.numerics import bf16_bits_scalar, bf16_round, fp16_then_bf16
@@ -327,9 +328,11 @@ class _HwLoop:
 
 
 _NO_STEADY = frozenset({"C_BREAK", "S_ST_INT", "S_LD_INT"})
-# A loop executing fewer instructions than this is simulated: watching it for a steady state
-# (a few marks and period tests, ~0.1 ms) would cost more than running it.
+# A loop executing fewer instructions than this, or a region of copies spanning fewer, is
+# simulated: watching it for a steady state (a few marks and period tests, ~0.1 ms) would
+# cost more than running it.
 MIN_STEADY_WORK = 1024
+MIN_COPIES_SPAN = 256
 
 
 def hw_loop(instrs: Sequence[Instr], start: int) -> _HwLoop | None:
@@ -417,22 +420,10 @@ class _Run:
         self.functional = functional or needs_data(program, kb, check)
         self.m = Machine(cfg, hbm)
         self.instrs = program.instrs
+        self.regions: Sequence[Copies] = program.meta.get("copies", ()) if program.meta else ()  # type: ignore[assignment]
         shared = _shared(kb)
         probing = "rtl" in self.modes
-        self.slots: list[_Decoded] = []  # distinct decodings: identical static instructions share one
-        self.code: list[_Decoded] = []  # the decoding of each program counter
-        same: dict[tuple[str, tuple[int, ...]], _Decoded] = {}
-        pc_dependent = sem_control.PC_DEPENDENT
-        for pc, ins in enumerate(program.instrs):
-            key = (ins.op, ins.args)
-            d = same.get(key)
-            if d is None or ins.op in pc_dependent:
-                d = self._decode(ins, pc, shared, probing)
-                same[key] = d
-            self.code.append(d)
-        self.counts = [0] * len(self.slots)
-        self.blocks: list[_Block] = []
-        self._shared = shared
+        self._shared, self._probing = shared, probing
         self.checker = shared.take_checker() if check else None
         self.hazards = T.HazardPenalties.from_params(kb.params)
         self.hazard_cycles = 0
@@ -441,12 +432,28 @@ class _Run:
         # steady-state extrapolation of hardware loops: timing-only runs without checker or overlap
         steady_ok = extrapolate and not self.functional and self.checker is None and self.overlap is None
         self.steady = steady.Report() if steady_ok else None
+        self.slots: list[_Decoded] = []  # distinct decodings: identical static instructions share one
+        self.code: list[_Decoded] = []  # the decoding of each program counter (extrapolating: decoded on demand)
+        self._same: dict[tuple[str, tuple[int, ...]], _Decoded] = {}
+        if self.steady is None:
+            self.code = [self.decoded(pc) for pc in range(len(self.instrs))]
+        self.counts = [0] * len(self.slots)  # executions per decoding (the block runs tally them at the end)
+        self.blocks: list[_Block] = []
         if budget is not None:
             least = min_executed(program, kb)
             if least > budget:
                 raise over_budget(
                     self.source or "the program", f"its hardware loops execute at least {least:,} instructions", budget
                 )
+
+    def decoded(self, pc: int) -> _Decoded:
+        """The decoding of the instruction at `pc` (shared with identical instructions)."""
+        ins = self.instrs[pc]
+        key = (ins.op, ins.args)
+        d = self._same.get(key)
+        if d is None or ins.op in sem_control.PC_DEPENDENT:
+            d = self._same[key] = self._decode(ins, pc, self._shared, self._probing)
+        return d
 
     def _decode(self, ins: Instr, pc: int, shared: _Shared, probing: bool) -> _Decoded:
         kb = self.kb
@@ -501,7 +508,7 @@ class _Run:
             if trace or self.checker is not None or self.overlap is not None:
                 yield from self._loop(trace)
             elif self.steady is not None and not trace:
-                _Steady(self).run()
+                _Steady(self, self.regions).run()
             else:
                 self._straight()
         finally:
@@ -620,7 +627,7 @@ class _Run:
 
     def tally_counts(self) -> None:
         """Executions per decoding, from the blocks' execution counts."""
-        counts = self.counts
+        counts = self.counts = [0] * len(self.slots)
         for b in self.blocks:
             if b.executions:
                 for d in b.code:
@@ -708,25 +715,50 @@ class _Steady:
     period once per skipped period (they are the same instructions), so counts, emu cycles
     and the breakdown stay those of the skipped iterations."""
 
-    def __init__(self, run: _Run) -> None:
+    def __init__(self, run: _Run, regions: Sequence[Copies]) -> None:
         assert run.steady is not None
         self.r, self.m, self.report = run, run.m, run.steady
-        self.at = run._block_at()
+        self.at: dict[int, _Block] = {}  # blocks by first pc, built on demand
+        self.cut = bytearray(len(run.instrs) + 1)  # 1 where a copy starts or a region ends: blocks end before
+        self.regions: dict[tuple[int, int], Copies] = {}  # (first pc, depth) -> region
+        for rg in regions:
+            if rg.end - rg.starts[0] >= MIN_COPIES_SPAN:
+                self.regions[rg.starts[0], rg.depth] = rg
+                for pc in (*rg.starts, rg.end):
+                    self.cut[pc] = 1
         self.loops: dict[int, _HwLoop | None] = {}
         self.log: list[_Block | tuple[_Block, int]] = []  # blocks run, and skip credits (block, times)
         self.tallied = 0  # log entries whose static cost `static` holds
         self.static = 0
 
     def run(self) -> None:
-        pc, n = 0, len(self.r.code)
+        pc, n = 0, len(self.r.instrs)
         while pc < n:
-            pc = self.advance(pc)
+            pc = self.advance(pc, 0)
         self.r.tally_counts()
 
-    def advance(self, pc: int) -> int:
-        """Run the block at `pc` and, when it opens an alike loop, the whole loop; the next pc."""
-        b = self.at[pc]
-        assert b is not None, "loops jump to the instruction after a C_LOOP_START, which starts a block"
+    def block(self, pc: int) -> _Block:
+        """The block starting at `pc`: up to its first loop instruction or the next cut."""
+        b = self.at.get(pc)
+        if b is None:
+            r, instrs, cut, ends = self.r, self.r.instrs, self.cut, sem_control.BLOCK_ENDS
+            end = pc
+            while True:
+                end += 1
+                if end == len(instrs) or instrs[end - 1].op in ends or cut[end]:
+                    break
+            b = self.at[pc] = _Block(pc, [r.decoded(i) for i in range(pc, end)], r._probing)
+            r.blocks.append(b)
+        return b
+
+    def advance(self, pc: int, depth: int) -> int:
+        """Run what starts at `pc` inside `depth` regions: a region of copies at this depth, or
+        the block there and, when it opens an alike loop, the whole loop; the next pc."""
+        rg = self.regions.get((pc, depth))
+        if rg is not None:
+            self.repeat_copies(rg)
+            return rg.end
+        b = self.block(pc)
         nxt = self.r.step(b)
         self.log.append(b)
         last = b.end - 1
@@ -735,34 +767,48 @@ class _Steady:
                 self.loops[last] = hw_loop(self.r.instrs, last)
             lp = self.loops[last]
             if lp is not None and lp.count * lp.work >= MIN_STEADY_WORK:
-                self.repeat(lp)
+                self.repeat_loop(lp, depth)
                 return lp.end + 1
         return b.end if nxt is None else nxt
 
-    def repeat(self, lp: _HwLoop) -> None:
-        """The iterations of `lp` (its C_LOOP_START has run)."""
-        at, step, log = self.at, self.r.step, self.log
+    def repeat(self, trips: int, alike: Callable[[int], int], body: Callable[[int], None], loop: bool) -> None:
+        """`steady.repeat` with this run's marks and skips."""
         marked: list[int] = []  # the log's length at each mark
+
+        def mark() -> steady.Mark:
+            marked.append(len(self.log))
+            return self.mark()
+
+        def skip(s: steady.Skip) -> None:
+            self.skip(s, marked[-1 - s.iterations // s.periods], marked[-1], loop)
+
+        steady.repeat(trips, alike, body, mark, skip, POLICY, self.report)
+
+    def repeat_copies(self, rg: Copies) -> None:
+        bounds = (*rg.starts, rg.end)
+
+        def body(t: int) -> None:
+            pc, end = bounds[t], bounds[t + 1]
+            while pc < end:
+                pc = self.advance(pc, rg.depth + 1)
+
+        self.repeat(len(rg.starts), rg.keys.__getitem__, body, False)
+
+    def repeat_loop(self, lp: _HwLoop, depth: int) -> None:
+        """The iterations of `lp` (its C_LOOP_START has run)."""
+        step, log = self.r.step, self.log
 
         def body(_t: int) -> None:
             pc = lp.start + 1
             while True:
-                b = at[pc]
-                assert b is not None
+                b = self.block(pc)
                 if b.end - 1 == lp.end:
                     step(b)
                     log.append(b)
                     return
-                pc = self.advance(pc)
+                pc = self.advance(pc, depth)
 
-        def mark() -> steady.Mark:
-            marked.append(len(log))
-            return self.mark()
-
-        def skip(s: steady.Skip) -> None:
-            self.skip(s, marked[-1 - s.iterations // s.periods], marked[-1])
-
-        steady.repeat(lp.count, _one_run, body, mark, skip, POLICY, self.report)
+        self.repeat(lp.count, _one_run, body, True)
         loops = self.m.loops
         if loops and loops[-1][0] == lp.start:  # a skip covered the last iteration: close the loop as it would
             loops.pop()
@@ -782,8 +828,9 @@ class _Steady:
             linear=(*m.gp, *m.a, *(m.csr[k] for k in _CSRS)),
         )
 
-    def skip(self, s: steady.Skip, lo: int, hi: int) -> None:
-        """Advance over `s`: the blocks logged in [lo, hi) (the last period) once per period."""
+    def skip(self, s: steady.Skip, lo: int, hi: int, loop: bool) -> None:
+        """Advance over `s`: the blocks logged in [lo, hi) (the last period) once per period;
+        `loop`: the iterations of a hardware loop (not copies of a region)."""
         m, r, times = self.m, self.r, s.periods
         credits: list[_Block | tuple[_Block, int]] = []
         executed = 0
@@ -808,7 +855,7 @@ class _Steady:
             a[i] += lin[len(gp) + i]
         for i, k in enumerate(_CSRS):
             m.csr[k] = (m.csr[k] + lin[len(gp) + len(a) + i]) & MASK32
-        if m.loops:  # the loop skipped over starts its next iteration now (the loop guard counts from here)
+        if loop:  # the loop skipped over starts its next iteration now (the loop guard counts from here)
             m.loops[-1][2] = m.executed
 
 
