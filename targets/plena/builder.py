@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from zomboss.errors import ZombossError
@@ -28,13 +28,29 @@ class Copies:
     """An unrolled region: copy t of it is instructions [starts[t], starts[t+1]) (the last
     ends at `end`); copies with equal `keys` are the same instructions up to the immediates
     that set address registers, so a timing model may extrapolate over runs of them
-    (`simulator._Steady`). `depth` counts the regions around it. Kept in the program's meta
-    (`Program.meta["copies"]`): the instruction stream, and so its digest, is unchanged."""
+    (`simulator._Steady`). `depth` counts the regions around it."""
 
     depth: int
     starts: tuple[int, ...]
     end: int
     keys: tuple[int, ...]
+
+
+@dataclass(frozen=True, eq=False)
+class Structure:
+    """What the lowering knows of the program it emitted, kept in its meta (`structure`; the
+    instruction stream, and so its digest, is unchanged): the mnemonics it uses and its
+    unrolled regions. It describes `instrs` only: a program rebuilt around other
+    instructions (a test's mutation) has none (`structure`)."""
+
+    instrs: tuple[Instr, ...] = field(repr=False)
+    ops: frozenset[str]
+    copies: tuple[Copies, ...]
+
+
+def structure(program: Program) -> Structure | None:
+    s = program.meta.get("structure") if program.meta else None
+    return s if isinstance(s, Structure) and s.instrs is program.instrs else None
 
 
 def alike_key(instrs: Iterable[Instr]) -> int:
@@ -51,16 +67,20 @@ class Asm:
 
     def __init__(self) -> None:
         self.instrs: list[Instr] = []
+        self.ops: set[str] = set()
         self.regions: list[Copies] = []
         self._open_copies = 0
         self._open_loops = 0
 
     def emit(self, op: str, *args: int) -> None:
         self.instrs.append(Instr(op, args))
+        self.ops.add(op)
 
     def program(self, meta: Mapping[str, object] | None = None) -> Program:
-        extra = {"copies": tuple(self.regions)} if self.regions else {}
-        return Program("plena", tuple(self.instrs), {**dict(meta or {}), **extra})
+        """The program, with its `Structure` in the meta."""
+        instrs = tuple(self.instrs)
+        known = Structure(instrs, frozenset(self.ops), tuple(self.regions))
+        return Program("plena", instrs, {**dict(meta or {}), "structure": known})
 
     def copies(self, items: Iterable[X]) -> Iterator[X]:
         """Iterate `items`, each iteration's instructions one copy of an unrolled region

@@ -31,7 +31,7 @@ import numpy as np
 from zomboss.targets.plena import hbm as H
 from zomboss.targets.plena import sem_control, sem_dma, sem_matrix, sem_scalar, sem_vector
 from zomboss.targets.plena import timing as T
-from zomboss.targets.plena.builder import Copies
+from zomboss.targets.plena.builder import Copies, structure
 from zomboss.targets.plena.machine import DOC as DOC  # re-exported: the simulator's doc and machine
 from zomboss.targets.plena.machine import MASK32, Fault, Machine, PlenaConfig, Runner, Semantics
 from zomboss.targets.plena.numerics import bf16_bits_scalar, bf16_round, fp16_then_bf16
@@ -188,7 +188,8 @@ def needs_data(program: Program, kb: KB, check: bool) -> bool:
     `check`, its legality) is wanted: when data can reach a register that decides addresses
     or trip counts (INT SRAM written from data and loaded into a register), or when a doc
     rule reads an FP register's contents (no rule of plena.md does today)."""
-    ops = {i.op for i in program.instrs}
+    known = structure(program)
+    ops = known.ops if known is not None else {i.op for i in program.instrs}
     if ops & sem_vector.WRITES_DATA_TO_INT_SRAM and "S_LD_INT" in ops:
         return True
     return check and _shared(kb).rules_read_fp
@@ -420,7 +421,8 @@ class _Run:
         self.functional = functional or needs_data(program, kb, check)
         self.m = Machine(cfg, hbm)
         self.instrs = program.instrs
-        self.regions: Sequence[Copies] = program.meta.get("copies", ()) if program.meta else ()  # type: ignore[assignment]
+        known = structure(program)
+        self.regions = known.copies if known is not None else ()
         shared = _shared(kb)
         probing = "rtl" in self.modes
         self._shared, self._probing = shared, probing
