@@ -23,29 +23,43 @@ X = TypeVar("X")
 _VALUE_IMMEDIATES = {"S_ADDI_INT": 2, "S_LUI_INT": 1}
 
 
-@dataclass(frozen=True)
-class Copies:
-    """An unrolled region: copy t of it is instructions [starts[t], starts[t+1]) (the last
-    ends at `end`); copies with equal `keys` are the same instructions up to the immediates
-    that set address registers, so a timing model may extrapolate over runs of them
-    (`simulator._Steady`). `depth` counts the regions around it."""
+MIN_COPIES_SPAN = 256  # instructions: a smaller region is cheaper to simulate than to watch for a steady state
 
-    depth: int
-    starts: tuple[int, ...]
-    end: int
+
+@dataclass(frozen=True, eq=False)
+class Copies:
+    """An unrolled region: `trips` copies, copy t being the items `bodies[t]` (instructions and
+    nested regions). Copies with equal `keys` are the same instructions up to the immediates
+    that set address registers, so a timing model may extrapolate over runs of them
+    (`simulator._Steady`). Its interface (`trips`, `body(t)`, `alike(t)`) is a loop nest's."""
+
+    bodies: tuple[tuple[Item, ...], ...] = field(repr=False)
     keys: tuple[int, ...]
+
+    @property
+    def trips(self) -> int:
+        return len(self.bodies)
+
+    def body(self, t: int) -> tuple[Item, ...]:
+        return self.bodies[t]
+
+    def alike(self, t: int) -> int:
+        return self.keys[t]
+
+
+Item = Instr | Copies
 
 
 @dataclass(frozen=True, eq=False)
 class Structure:
     """What the lowering knows of the program it emitted, kept in its meta (`structure`; the
-    instruction stream, and so its digest, is unchanged): the mnemonics it uses and its
-    unrolled regions. It describes `instrs` only: a program rebuilt around other
-    instructions (a test's mutation) has none (`structure`)."""
+    instruction stream, and so its digest, is unchanged): the mnemonics it uses and the
+    program as a nest of instructions and unrolled regions. It describes `instrs` only: a
+    program rebuilt around other instructions (a test's mutation) has none (`structure`)."""
 
     instrs: tuple[Instr, ...] = field(repr=False)
     ops: frozenset[str]
-    copies: tuple[Copies, ...]
+    nest: tuple[Item, ...] = field(repr=False)
 
 
 def structure(program: Program) -> Structure | None:
@@ -68,18 +82,19 @@ class Asm:
     def __init__(self) -> None:
         self.instrs: list[Instr] = []
         self.ops: set[str] = set()
-        self.regions: list[Copies] = []
-        self._open_copies = 0
+        self._items: list[Item] = []  # the item list being built (the nest's top level, or a copy)
         self._open_loops = 0
 
     def emit(self, op: str, *args: int) -> None:
-        self.instrs.append(Instr(op, args))
+        ins = Instr(op, args)
+        self.instrs.append(ins)
+        self._items.append(ins)
         self.ops.add(op)
 
     def program(self, meta: Mapping[str, object] | None = None) -> Program:
         """The program, with its `Structure` in the meta."""
         instrs = tuple(self.instrs)
-        known = Structure(instrs, frozenset(self.ops), tuple(self.regions))
+        known = Structure(instrs, frozenset(self.ops), tuple(self._items))
         return Program("plena", instrs, {**dict(meta or {}), "structure": known})
 
     def copies(self, items: Iterable[X]) -> Iterator[X]:
@@ -90,18 +105,22 @@ class Asm:
         if len(todo) < 3 or self._open_loops:  # too short to extrapolate over; or inside a loop body
             yield from todo
             return
-        depth, starts = self._open_copies, []
-        self._open_copies += 1
+        parent, bodies, first = self._items, [], len(self.instrs)
+        bounds = []
         try:
             for x in todo:
-                starts.append(len(self.instrs))
+                self._items = []
+                bounds.append(len(self.instrs))
                 yield x
+                bodies.append(tuple(self._items))
         finally:
-            self._open_copies -= 1
-        end = len(self.instrs)
-        bounds = [*starts, end]
+            self._items = parent
+        if len(self.instrs) - first < MIN_COPIES_SPAN:
+            parent.extend(it for body in bodies for it in body)
+            return
+        bounds.append(len(self.instrs))
         keys = tuple(alike_key(self.instrs[a:b]) for a, b in zip(bounds, bounds[1:], strict=False))
-        self.regions.append(Copies(depth, tuple(starts), end, keys))
+        parent.append(Copies(tuple(bodies), keys))
 
     # -- integer scalar -------------------------------------------------------
     def li(self, rd: int, value: int) -> None:

@@ -31,7 +31,7 @@ import numpy as np
 from zomboss.targets.plena import hbm as H
 from zomboss.targets.plena import sem_control, sem_dma, sem_matrix, sem_scalar, sem_vector
 from zomboss.targets.plena import timing as T
-from zomboss.targets.plena.builder import Copies, structure
+from zomboss.targets.plena.builder import Item, structure
 from zomboss.targets.plena.machine import DOC as DOC  # re-exported: the simulator's doc and machine
 from zomboss.targets.plena.machine import MASK32, Fault, Machine, PlenaConfig, Runner, Semantics
 from zomboss.targets.plena.numerics import bf16_bits_scalar, bf16_round, fp16_then_bf16
@@ -295,10 +295,10 @@ class _Block:
     position in the block and whether the instruction right before them has a probe; `rtl`
     is the block's static rtl cost (the extrapolating run's clock adds it per execution)."""
 
-    __slots__ = ("start", "end", "code", "steps", "executions", "rtl")
+    __slots__ = ("start", "end", "code", "src", "steps", "executions", "rtl")
 
-    def __init__(self, start: int, code: list[_Decoded], probing: bool) -> None:
-        self.start, self.end, self.code = start, start + len(code), code
+    def __init__(self, start: int, code: list[_Decoded], probing: bool, src: Sequence[Instr]) -> None:
+        self.start, self.end, self.code, self.src = start, start + len(code), code, src  # src[start:end] runs
         steps = []
         prev_probed = False
         rtl = 0
@@ -329,11 +329,9 @@ class _HwLoop:
 
 
 _NO_STEADY = frozenset({"C_BREAK", "S_ST_INT", "S_LD_INT"})
-# A loop executing fewer instructions than this, or a region of copies spanning fewer, is
-# simulated: watching it for a steady state (a few marks and period tests, ~0.1 ms) would
-# cost more than running it.
+# A loop executing fewer instructions than this is simulated: watching it for a steady state
+# (a few marks and period tests, ~0.1 ms) would cost more than running it.
 MIN_STEADY_WORK = 1024
-MIN_COPIES_SPAN = 256
 
 
 def hw_loop(instrs: Sequence[Instr], start: int) -> _HwLoop | None:
@@ -422,7 +420,7 @@ class _Run:
         self.m = Machine(cfg, hbm)
         self.instrs = program.instrs
         known = structure(program)
-        self.regions = known.copies if known is not None else ()
+        self.nest: Sequence[Item] | None = known.nest if known is not None else None
         shared = _shared(kb)
         probing = "rtl" in self.modes
         self._shared, self._probing = shared, probing
@@ -448,9 +446,11 @@ class _Run:
                     self.source or "the program", f"its hardware loops execute at least {least:,} instructions", budget
                 )
 
-    def decoded(self, pc: int) -> _Decoded:
-        """The decoding of the instruction at `pc` (shared with identical instructions)."""
-        ins = self.instrs[pc]
+    def decoded(self, pc: int, ins: Instr | None = None) -> _Decoded:
+        """The decoding of the instruction at `pc` (of the program, or of `ins` at `pc` of a
+        region's copy), shared with identical instructions."""
+        if ins is None:
+            ins = self.instrs[pc]
         key = (ins.op, ins.args)
         d = self._same.get(key)
         if d is None or ins.op in sem_control.PC_DEPENDENT:
@@ -510,7 +510,7 @@ class _Run:
             if trace or self.checker is not None or self.overlap is not None:
                 yield from self._loop(trace)
             elif self.steady is not None and not trace:
-                _Steady(self, self.regions).run()
+                _Steady(self).run()
             else:
                 self._straight()
         finally:
@@ -575,7 +575,7 @@ class _Run:
         start = 0
         for end in [*ends, len(self.code) - 1]:
             if end >= start:
-                b = _Block(start, self.code[start : end + 1], probing)
+                b = _Block(start, self.code[start : end + 1], probing, self.instrs)
                 self.blocks.append(b)
                 at[start] = b
                 start = end + 1
@@ -605,7 +605,7 @@ class _Run:
         if m.executed > self.budget or (loops and m.executed - loops[0][2] > self.cfg.max_loop_instructions):
             for i in range(len(b.code)):  # find the first instruction past a guard
                 m.executed = first + i
-                self._guards(self.instrs[b.start + i])
+                self._guards(b.src[b.start + i])
         gp, between = m.gp, self.hazards.between
         hazards = 0
         nxt = None
@@ -622,7 +622,7 @@ class _Run:
                     nxt = run()
         except (Fault, IndexError, ValueError) as e:
             m.executed = first + i
-            raise self._fault(self.instrs[b.start + i], e) from None
+            raise self._fault(b.src[b.start + i], e) from None
         if hazards:
             self.hazard_cycles += hazards
         return nxt
@@ -706,74 +706,112 @@ def _one_run(t: int) -> int:
     return 0
 
 
+class _Segment:
+    """One item list of a nest (the program's top level, or one copy of a region): its
+    instructions, which hardware loops and jumps stay inside, and the regions standing
+    before each position; with the blocks and loop analyses built for it on demand. A
+    region inside a hardware loop of the list is expanded into its instructions."""
+
+    __slots__ = ("instrs", "regions", "cut", "at", "hw")
+
+    def __init__(self, items: Sequence[Item], instrs: Sequence[Instr] | None = None) -> None:
+        if instrs is None:
+            flat: list[Instr] = []
+            regions: dict[int, list[Any]] = {}
+            depth = 0
+            for it in items:
+                if isinstance(it, Instr):
+                    flat.append(it)
+                    depth += (it.op == "C_LOOP_START") - (it.op == "C_LOOP_END")
+                elif depth > 0:
+                    flat.extend(_flatten(it))
+                else:
+                    regions.setdefault(len(flat), []).append(it)
+            instrs, self.regions = flat, regions
+        else:
+            self.regions = {}
+        self.instrs = instrs
+        self.cut = bytearray(len(instrs) + 1)  # blocks end before a position regions stand at
+        for pc in self.regions:
+            self.cut[pc] = 1
+        self.at: dict[int, _Block] = {}
+        self.hw: dict[int, _HwLoop | None] = {}
+
+
+def _flatten(region: Any) -> Iterator[Instr]:
+    for t in range(region.trips):
+        for it in region.body(t):
+            if isinstance(it, Instr):
+                yield it
+            else:
+                yield from _flatten(it)
+
+
 class _Steady:
     """The extrapolating executor of a timing-only run (plena.md §7's rtl model is in order and
     blocking, so its timing state at an iteration boundary is the clock alone: no hazard pairs
-    straddle a loop instruction). Blocks run as `_Run.step` runs them; each alike hardware loop
-    (`hw_loop`), nested ones included, runs through `steady.repeat`, marked by the rtl clock
-    (static costs of the blocks run + DMA + hazards), the DMA and hazard counters and the DMA
-    alignment phase (whose per-period sum repeats only once the address residues do), and the
-    registers and CSRs, which must advance linearly. A skip credits every block of the last
-    period once per skipped period (they are the same instructions), so counts, emu cycles
-    and the breakdown stay those of the skipped iterations."""
+    straddle a loop instruction). It walks the lowering's nest (`builder.Structure`; a program
+    without one is a single list): blocks run as `_Run.step` runs them; each region of copies
+    and each alike hardware loop (`hw_loop`) runs through `steady.repeat`, marked by the rtl
+    clock (static costs of the blocks run + DMA + hazards), the DMA and hazard counters and the
+    DMA alignment phase (whose per-period sum repeats only once the address residues do), and
+    the registers and CSRs, which must advance linearly. A skip credits every block of the last
+    period once per skipped period (alike iterations are the same instructions), so counts, emu
+    cycles and the breakdown stay those of the skipped iterations."""
 
-    def __init__(self, run: _Run, regions: Sequence[Copies]) -> None:
+    def __init__(self, run: _Run) -> None:
         assert run.steady is not None
         self.r, self.m, self.report = run, run.m, run.steady
-        self.at: dict[int, _Block] = {}  # blocks by first pc, built on demand
-        self.cut = bytearray(len(run.instrs) + 1)  # 1 where a copy starts or a region ends: blocks end before
-        self.regions: dict[tuple[int, int], Copies] = {}  # (first pc, depth) -> region
-        for rg in regions:
-            if rg.end - rg.starts[0] >= MIN_COPIES_SPAN:
-                self.regions[rg.starts[0], rg.depth] = rg
-                for pc in (*rg.starts, rg.end):
-                    self.cut[pc] = 1
-        self.loops: dict[int, _HwLoop | None] = {}
         self.log: list[_Block | tuple[_Block, int]] = []  # blocks run, and skip credits (block, times)
         self.tallied = 0  # log entries whose static cost `static` holds
         self.static = 0
 
     def run(self) -> None:
-        pc, n = 0, len(self.r.instrs)
-        while pc < n:
-            pc = self.advance(pc, 0)
+        nest = self.r.nest
+        self.items(_Segment((), self.r.instrs) if nest is None else _Segment(nest))
         self.r.tally_counts()
 
-    def block(self, pc: int) -> _Block:
+    def items(self, seg: _Segment) -> None:
+        pc, n = 0, len(seg.instrs)
+        while pc < n:
+            pc = self.advance(seg, pc)
+        for rg in seg.regions.get(n, ()):
+            self.repeat_copies(rg)
+
+    def block(self, seg: _Segment, pc: int) -> _Block:
         """The block starting at `pc`: up to its first loop instruction or the next cut."""
-        b = self.at.get(pc)
+        b = seg.at.get(pc)
         if b is None:
-            r, instrs, cut, ends = self.r, self.r.instrs, self.cut, sem_control.BLOCK_ENDS
+            instrs, cut, ends, decoded = seg.instrs, seg.cut, sem_control.BLOCK_ENDS, self.r.decoded
             end = pc
             while True:
                 end += 1
                 if end == len(instrs) or instrs[end - 1].op in ends or cut[end]:
                     break
-            b = self.at[pc] = _Block(pc, [r.decoded(i) for i in range(pc, end)], r._probing)
-            r.blocks.append(b)
+            code = [decoded(i, instrs[i]) for i in range(pc, end)]
+            b = seg.at[pc] = _Block(pc, code, self.r._probing, instrs)
+            self.r.blocks.append(b)
         return b
 
-    def advance(self, pc: int, depth: int) -> int:
-        """Run what starts at `pc` inside `depth` regions: a region of copies at this depth, or
-        the block there and, when it opens an alike loop, the whole loop; the next pc."""
-        rg = self.regions.get((pc, depth))
-        if rg is not None:
+    def advance(self, seg: _Segment, pc: int) -> int:
+        """Run the regions standing at `pc`, then the block there and, when it opens an alike
+        loop, the whole loop; the next pc."""
+        for rg in seg.regions.get(pc, ()):
             self.repeat_copies(rg)
-            return rg.end
-        b = self.block(pc)
+        b = self.block(seg, pc)
         nxt = self.r.step(b)
         self.log.append(b)
         last = b.end - 1
-        if self.r.instrs[last].op == "C_LOOP_START":
-            if last not in self.loops:
-                self.loops[last] = hw_loop(self.r.instrs, last)
-            lp = self.loops[last]
+        if seg.instrs[last].op == "C_LOOP_START":
+            if last not in seg.hw:
+                seg.hw[last] = hw_loop(seg.instrs, last)
+            lp = seg.hw[last]
             if lp is not None and lp.count * lp.work >= MIN_STEADY_WORK:
-                self.repeat_loop(lp, depth)
+                self.repeat_loop(seg, lp)
                 return lp.end + 1
         return b.end if nxt is None else nxt
 
-    def repeat(self, trips: int, alike: Callable[[int], int], body: Callable[[int], None], loop: bool) -> None:
+    def repeat(self, trips: int, alike: Callable[[int], Any], body: Callable[[int], None], loop: bool) -> None:
         """`steady.repeat` with this run's marks and skips."""
         marked: list[int] = []  # the log's length at each mark
 
@@ -786,29 +824,23 @@ class _Steady:
 
         steady.repeat(trips, alike, body, mark, skip, POLICY, self.report)
 
-    def repeat_copies(self, rg: Copies) -> None:
-        bounds = (*rg.starts, rg.end)
+    def repeat_copies(self, rg: Any) -> None:
+        """A region of copies (`builder.Copies`, or any loop of a nest: `trips`, `body`, `alike`)."""
+        self.repeat(rg.trips, rg.alike, lambda t: self.items(_Segment(rg.body(t))), False)
 
-        def body(t: int) -> None:
-            pc, end = bounds[t], bounds[t + 1]
-            while pc < end:
-                pc = self.advance(pc, rg.depth + 1)
-
-        self.repeat(len(rg.starts), rg.keys.__getitem__, body, False)
-
-    def repeat_loop(self, lp: _HwLoop, depth: int) -> None:
+    def repeat_loop(self, seg: _Segment, lp: _HwLoop) -> None:
         """The iterations of `lp` (its C_LOOP_START has run)."""
         step, log = self.r.step, self.log
 
         def body(_t: int) -> None:
             pc = lp.start + 1
             while True:
-                b = self.block(pc)
+                b = self.block(seg, pc)
                 if b.end - 1 == lp.end:
                     step(b)
                     log.append(b)
                     return
-                pc = self.advance(pc, depth)
+                pc = self.advance(seg, pc)
 
         self.repeat(lp.count, _one_run, body, True)
         loops = self.m.loops
