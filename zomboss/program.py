@@ -1,4 +1,11 @@
-"""Target-neutral program IR: a flat list of instructions with integer operands.
+"""Target-neutral program IR: a flat list of instructions with integer operands, and
+optionally the loop nest the lowering emitted it as.
+
+A lowering that emits counted loops may keep them (`Program.from_nest`): a `Loop` builds each
+iteration's items on demand and says which iterations are *alike* (the same instructions up to
+address offsets), so a timing model can extrapolate over runs of alike iterations
+(`zomboss.steady`) without materialising them, while `instrs` still yields every instruction,
+in order, for functional simulation, checking, export and digests.
 
 Both targets' textual forms (PLENA's own assembly, Gemmini's documented text form of
 the RoCC stream) are `MNEMONIC op, op, ...` lines; the operand order and kinds come
@@ -9,8 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import overload
 
 from zomboss.errors import ZombossError
 
@@ -36,13 +44,90 @@ class Instr:
         return f"{self.op} {', '.join(parts)}".rstrip()
 
 
+@dataclass(frozen=True, slots=True, eq=False)
+class Loop:
+    """`trips` iterations of a counted loop; iteration t's items are `body(t)`.
+
+    Iterations with equal `alike(t)` keys must emit the same instructions up to address
+    operands (so the same number of them); the lowering, which knows its own index arithmetic,
+    says where edge tiles, first/last reduction steps and padding make iterations differ.
+    """
+
+    trips: int
+    body: Callable[[int], Sequence[Item]]
+    alike: Callable[[int], Hashable]
+
+
+Item = Instr | Loop
+
+
+def flatten(items: Iterable[Item]) -> Iterator[Instr]:
+    """Every instruction of a nest, in execution order."""
+    for it in items:
+        if isinstance(it, Instr):
+            yield it
+        else:
+            for t in range(it.trips):
+                yield from flatten(it.body(t))
+
+
+def count(items: Sequence[Item]) -> int:
+    """Instructions in a nest, building one iteration per run of alike iterations."""
+    n = 0
+    for it in items:
+        if isinstance(it, Instr):
+            n += 1
+            continue
+        start, key = 0, it.alike(0) if it.trips else None
+        for t in range(1, it.trips + 1):
+            k = it.alike(t) if t < it.trips else object()
+            if k != key:
+                n += (t - start) * count(it.body(start))
+                start, key = t, k
+    return n
+
+
+class Flat(Sequence[Instr]):
+    """The instructions of a nest as a sequence, materialised on first indexing; iterating
+    streams them without holding them all."""
+
+    def __init__(self, nest: Sequence[Item]) -> None:
+        self._nest = nest
+        self._len: int | None = None
+        self._all: tuple[Instr, ...] | None = None
+
+    def __len__(self) -> int:
+        if self._len is None:
+            self._len = len(self._all) if self._all is not None else count(self._nest)
+        return self._len
+
+    def __iter__(self) -> Iterator[Instr]:
+        return iter(self._all) if self._all is not None else flatten(self._nest)
+
+    @overload
+    def __getitem__(self, i: int) -> Instr: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[Instr]: ...
+    def __getitem__(self, i: int | slice) -> Instr | Sequence[Instr]:
+        if self._all is None:
+            self._all = tuple(flatten(self._nest))
+        return self._all[i]
+
+
 @dataclass(frozen=True, slots=True)
 class Program:
-    """An instruction sequence for one target, plus free-form metadata (layout, sizes)."""
+    """An instruction sequence for one target, plus free-form metadata (layout, sizes), and
+    the loop nest it came from when the lowering kept one."""
 
     target: str
-    instrs: tuple[Instr, ...]
+    instrs: Sequence[Instr]
     meta: Mapping[str, object] = field(default_factory=dict)
+    nest: tuple[Item, ...] | None = None
+
+    @classmethod
+    def from_nest(cls, target: str, nest: Sequence[Item], meta: Mapping[str, object] | None = None) -> Program:
+        items = tuple(nest)
+        return cls(target, Flat(items), dict(meta or {}), items)
 
     def __len__(self) -> int:
         return len(self.instrs)

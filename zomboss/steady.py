@@ -42,6 +42,7 @@ class Mark:
     state: np.ndarray  # timing-relevant state relative to `time` (float vector, fixed length per run)
     counters: np.ndarray  # event counters (bytes moved, packets, ...): added per skipped period
     linear: tuple[int, ...] = ()  # integer state that must advance by the same step every period
+    key: Hashable = None  # discrete state that must repeat exactly (configuration, parities)
 
 
 @dataclass(frozen=True)
@@ -61,9 +62,10 @@ class Policy:
     """When a regime counts as steady."""
 
     max_period: int = 4
-    rtol: float = 1e-3  # relative agreement of two consecutive periods' durations and counters
+    rtol: float = 1e-3  # relative agreement of two consecutive periods' durations
+    counter_rtol: float = 0.05  # ... and of their event counters (DRAM row misses jitter)
     state_tol: float = 2.0  # absolute agreement (cycles) of the relative state ...
-    state_rtol: float = 1e-2  # ... or this fraction of the period, whichever is larger
+    state_rtol: float = 1e-3  # ... or this fraction of the period, whichever is larger
     probe: int = 16  # iterations of a run watched before giving up on it (full simulation)
     min_skip: int = 1  # skip only when at least this many whole periods remain
 
@@ -104,7 +106,7 @@ def find_period(marks: list[Mark], policy: Policy) -> int | None:
         d1, d2 = a.time - b.time, b.time - c.time
         if d1 <= 0 or not _close(d1, d2, policy.rtol):
             continue
-        if a.state.shape != b.state.shape or a.linear.__len__() != b.linear.__len__():
+        if a.key != b.key or a.state.shape != b.state.shape or len(a.linear) != len(b.linear):
             continue
         tol = max(policy.state_tol, policy.state_rtol * d1)
         if a.state.size and float(np.max(np.abs(a.state - b.state))) > tol:
@@ -112,7 +114,7 @@ def find_period(marks: list[Mark], policy: Policy) -> int | None:
         if any(x - y != y - z for x, y, z in zip(a.linear, b.linear, c.linear, strict=True)):
             continue
         dc1, dc2 = a.counters - b.counters, b.counters - c.counters
-        if dc1.size and not np.allclose(dc1, dc2, rtol=policy.rtol, atol=1e-9):
+        if dc1.size and not np.allclose(dc1, dc2, rtol=policy.counter_rtol, atol=1.0):
             continue
         return p
     return None

@@ -103,8 +103,11 @@ class Target(Protocol):
         """The program of a legal mapping (raises IllegalMapping naming the doc constraint)."""
         ...
 
-    def evaluate(self, inst: Instance, mapping: KnobMapping, mode: Mode) -> Evaluation:
-        """Lower and simulate; VERIFIED compares the output with the instance's reference."""
+    def evaluate(self, inst: Instance, mapping: KnobMapping, mode: Mode, *, extrapolate: bool = True) -> Evaluation:
+        """Lower and simulate; VERIFIED compares the output with the instance's reference.
+        In TIMING mode `extrapolate` lets the timing model skip steady periods of the
+        lowering's loops (`zomboss.steady`; the report says what was skipped); False, and
+        the other modes, simulate every instruction."""
         ...
 
     def bound(self, wl: Workload, params: Params, mapping: KnobMapping | None = None) -> int:

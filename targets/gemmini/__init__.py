@@ -100,9 +100,9 @@ class GemminiTarget:
         g = _gemmini(inst)
         return lower(mapping, g.workload, g.buffers, g.cfg)
 
-    def evaluate(self, inst: Instance, mapping: KnobMapping, mode: Mode) -> Evaluation:
+    def evaluate(self, inst: Instance, mapping: KnobMapping, mode: Mode, *, extrapolate: bool = True) -> Evaluation:
         g = _gemmini(inst)
-        r = run(g, mapping, mode)
+        r = run(g, mapping, mode, extrapolate=extrapolate)
         sim = r.sim
         breakdown = dict(sim.breakdown)
         assert tuple(sorted(breakdown)) == tuple(sorted(BREAKDOWN)) and sum(breakdown.values()) == sim.cycles
@@ -117,7 +117,12 @@ class GemminiTarget:
             instructions=int(sim.stats["instructions"]),
             wall_s=r.wall_s,
             seed=g.seed,
-            report={**_report(sim), "kernel": _kernel(mapping), "static_instructions": len(r.program)},
+            report={
+                **_report(sim),
+                "kernel": _kernel(mapping),
+                "static_instructions": len(r.program),
+                **({"extrapolation": sim.stats["extrapolation"]} if "extrapolation" in sim.stats else {}),
+            },
         )
 
     def bound(self, wl: Workload, params: Params, mapping: KnobMapping | None = None) -> int:

@@ -41,16 +41,31 @@ class Run:
         return self.sim.cycles
 
 
-def run(inst: GemminiInstance, mapping: Mapping, mode: Mode, preset: str | Preset = DEFAULT_PRESET) -> Run:
+def run(
+    inst: GemminiInstance,
+    mapping: Mapping,
+    mode: Mode,
+    preset: str | Preset = DEFAULT_PRESET,
+    *,
+    extrapolate: bool = True,
+) -> Run:
     """Lower `mapping` for the instance (IllegalMapping if it breaks a constraint) and simulate it
-    on the preset's platform (UnsupportedOnRtl if its RTL cannot run the mapping's loops)."""
+    on the preset's platform (UnsupportedOnRtl if its RTL cannot run the mapping's loops).
+    TIMING runs extrapolate steady loop periods unless `extrapolate` is off."""
     t0 = time.perf_counter()
     check_mapping(mapping, get_preset(preset).rtl)  # e.g. pinned halves on an RTL without spad ids
     program = lower(mapping, inst.workload, inst.buffers, inst.cfg)
     functional = mode is Mode.VERIFIED
     dram = inst.dram() if functional else None
     sim = simulate(
-        program, inst.cfg, dram, functional=functional, timing=True, preset=preset, check=mode is not Mode.TIMING
+        program,
+        inst.cfg,
+        dram,
+        functional=functional,
+        timing=True,
+        preset=preset,
+        check=mode is not Mode.TIMING,
+        extrapolate=extrapolate and mode is Mode.TIMING,
     )
     verified = inst.verify(sim.dram) if functional and sim.dram is not None else None
     return Run(program, sim, verified, time.perf_counter() - t0)

@@ -40,12 +40,29 @@ CPU, GEN_LD, GEN_EX, GEN_ST = 0, 1, 2, 3
 Entry = tuple[str, tuple[int, ...], int, int, int]  # op, args, generator, gate index, reloc
 
 
+Segment = tuple[int, int, int]  # first entry, entries per group, groups
+
+
+@dataclass(frozen=True)
+class Template:
+    """An expansion's entries, and the runs of alike groups among its FSM loop iterations
+    (what a timing-only run may extrapolate over, `zomboss.steady`)."""
+
+    entries: tuple[Entry, ...]
+    segments: tuple[Segment, ...] = ()
+
+
 @dataclass(frozen=True)
 class Expansion:
     """The commands of one loop: a shared shape template plus this loop's DRAM bases."""
 
     entries: tuple[Entry, ...]
     bases: tuple[int, int, int, int]  # loop_ws: A, B, D, C; loop_conv_ws: input, weights, bias, output
+    segments: tuple[Segment, ...] = ()
+
+    @classmethod
+    def of(cls, t: Template, bases: tuple[int, int, int, int]) -> Expansion:
+        return cls(t.entries, bases, t.segments)
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -64,19 +81,70 @@ class Expansion:
             yield Instr(op, args, line), gen, gate
 
 
+def _timing_shape(e: Entry, start: int, row_mask: int) -> tuple:
+    """What the timing model sees of an entry besides its addresses: the op, generator,
+    relocation and gate (relative to the group's start when it points inside the group), the
+    DRAM offset's alignment and zero-ness, a local address's flag bits (or GARBAGE), and every
+    other operand."""
+    op, args, gen, gate, reloc = e
+    g = (gate - start,) if gate >= start else gate
+    if op in ("mvin", "mvin2", "mvin3", "mvout"):
+        shape = (args[0] % 64, args[0] == 0 and not reloc, args[1] & ~row_mask, *args[2:])
+    elif op in ("preload", "compute_preloaded", "compute_accumulated"):
+        shape = (*(a if a == GARBAGE else a & ~row_mask for a in args[:2]), *args[2:])
+    else:
+        shape = args
+    return (op, gen, reloc, g, shape)
+
+
+def alike_segments(entries: list[Entry], starts: list[int], row_mask: int, max_group: int = 4) -> tuple[Segment, ...]:
+    """Runs (of at least three) of alike groups of consecutive FSM loop iterations.
+
+    `starts` are the first entries of successive iterations, then the end of the last. A
+    group is `g` iterations (g <= max_group: e.g. an A mvin every four k steps); groups are
+    alike when their entries' timing shapes match pairwise."""
+    n = len(starts) - 1
+    out: list[Segment] = []
+    i = 0
+    while i < n:
+        best: tuple[int, int, int] | None = None  # (covered iterations, g, groups)
+        for g in range(1, max_group + 1):
+            if i + 3 * g > n:
+                break
+            a, length = starts[i], starts[i + g] - starts[i]
+            ref = [_timing_shape(e, a, row_mask) for e in entries[a : a + length]]
+            groups = 1
+            while i + (groups + 1) * g <= n:
+                b = starts[i + groups * g]
+                if starts[i + (groups + 1) * g] - b != length:
+                    break
+                if any(_timing_shape(e, b, row_mask) != r for e, r in zip(entries[b : b + length], ref, strict=True)):
+                    break
+                groups += 1
+            if groups >= 3 and (best is None or groups * g > best[0]):
+                best = (groups * g, g, groups)
+        if best is None:
+            i += 1
+            continue
+        covered, g, groups = best
+        out.append((starts[i], starts[i + g] - starts[i], groups))
+        i += covered
+    return tuple(out)
+
+
 class _Templates:
     """A small LRU of expansion templates keyed by everything but the DRAM bases."""
 
     def __init__(self, size: int = 64) -> None:
         self.size = size
-        self.data: OrderedDict[tuple, tuple[Entry, ...]] = OrderedDict()
+        self.data: OrderedDict[tuple, Template] = OrderedDict()
 
-    def get(self, key: tuple, build) -> tuple[Entry, ...]:  # noqa: ANN001 - a zero-argument builder
+    def get(self, key: tuple, build) -> Template:  # noqa: ANN001 - a zero-argument builder of a Template
         hit = self.data.get(key)
         if hit is not None:
             self.data.move_to_end(key)
             return hit
-        value = tuple(build())
+        value = build()
         self.data[key] = value
         if len(self.data) > self.size:
             self.data.popitem(last=False)
@@ -100,6 +168,7 @@ class LoopFsm:
     regs: dict[str, int] = field(default_factory=dict)
     loops: int = 0  # loops started so far (slot = loops % 2)
     acc_half: int = 0  # 0 or 1: which accumulator half the next loop uses
+    flips: int = 0  # times acc_half toggled (steady-state extrapolation advances it)
 
     def configure(self, ins: Instr) -> None:
         self.regs.update(zip(operands()[ins.op], ins.args, strict=True))
@@ -132,12 +201,16 @@ def expand_loop_ws(cfg: GemminiConfig, fsm: LoopFsm, run: Instr) -> Expansion:
     present = tuple(x != 0 for x in bases)
     if resadd:
         key: tuple = ("resadd", cfg, shape, present, slot)
-        return Expansion(_WS_TEMPLATES.get(key, lambda: _resadd(cfg, shape, present, slot * cfg.half_acc_rows)), bases)
+        return Expansion.of(
+            _WS_TEMPLATES.get(key, lambda: Template(tuple(_resadd(cfg, shape, present, slot * cfg.half_acc_rows)))),
+            bases,
+        )
     if bases[3]:
         fsm.acc_half ^= 1
+        fsm.flips += 1
     flags = (ex_acc, full_c, low_d, a_t, b_t)
     key = ("ws", cfg, shape, present, flags, a_start, b_end, acc_base)
-    return Expansion(
+    return Expansion.of(
         _WS_TEMPLATES.get(key, lambda: _loop_ws(cfg, shape, present, flags, a_start, b_end, acc_base)), bases
     )
 
@@ -150,7 +223,7 @@ def _loop_ws(
     a_start: int,
     b_end: int,
     acc_base: int,
-) -> list[Entry]:
+) -> Template:
     I, J, K, pad_i, pad_j, pad_k, sa, sb, sd, sc = shape  # noqa: N806 - the ISA's names
     has_a, has_b, has_d, has_c = present
     ex_acc, full_c, low_d, a_t, b_t = flags
@@ -239,7 +312,9 @@ def _loop_ws(
     a_pos: list[int] = []
     b_pos: list[int] = []
     last_ex = [[0] * I for _ in range(J)]  # at k = K-1: index of the compute of tile (i, j)
+    starts: list[int] = []  # first entry of each k step (for alike_segments)
     for k in range(K):
+        starts.append(len(out))
         kr = rows_of(k, K, pad_k)
         for j in range(J):
             jc = rows_of(j, J, pad_j)
@@ -265,6 +340,7 @@ def _loop_ws(
                 last_ex[j][i] = len(out)
                 op = "compute_preloaded" if i == 0 else "compute_accumulated"
                 out.append((op, (a_row, GARBAGE, kr, ir, dim, dim), GEN_EX, gate, 0))
+    starts.append(len(out))
     # C: j outer (blocks), i inner; a store waits until execute has passed its last tile.
     if has_c:
         mb = 1 if full_c else min(J, mbl)
@@ -279,7 +355,7 @@ def _loop_ws(
                     rows_of(i, I, pad_i),
                 )
                 out.append(("mvout", args, GEN_ST, last_ex[j + blocks - 1][i], R_C))
-    return out
+    return Template(tuple(out), alike_segments(out, starts, cfg.row_mask))
 
 
 def _resadd(cfg: GemminiConfig, shape: tuple[int, ...], present: tuple[bool, ...], acc_base: int) -> list[Entry]:
@@ -362,11 +438,12 @@ def expand_loop_conv_ws(cfg: GemminiConfig, fsm: LoopFsm, run: Instr, st_scale_b
     bases = (fsm.reg("input"), fsm.reg("weights"), fsm.reg("bias"), fsm.reg("output"))
     if bases[3]:
         fsm.acc_half ^= 1
+        fsm.flips += 1
     shape = tuple(fsm.reg(n) for n in _conv_shape())
     present = tuple(x != 0 for x in bases)
     key = ("conv", cfg, shape, present, tuple(run.args), a_start, b_end, acc_base, st_scale_bits)
     regs = dict(zip(_conv_shape(), shape, strict=True))
-    return Expansion(
+    return Expansion.of(
         _CONV_TEMPLATES.get(
             key, lambda: _loop_conv(cfg, regs, present, flags, a_start, b_end, acc_base, st_scale_bits)
         ),
@@ -383,7 +460,7 @@ def _loop_conv(
     b_end: int,
     acc_base: int,
     st_scale_bits: int,
-) -> list[Entry]:
+) -> Template:
     has_in, has_w, has_bias, has_out = present
     dim = cfg.dim
     ds = int(flags["downsample"])
@@ -464,12 +541,14 @@ def _loop_conv(
                         out.append(("mvin2", (off, row, cols, rows), GEN_LD, -1, R_W))
     last_load = len(out) - 1
     # 4. execute: och / krow / kcol (pixels at a time) / kch, then b / orow / ocol.
+    starts: list[int] = []  # first entry of each (och, krow, kcol, kch) step (for alike_segments)
     for och in range(0, pochs, dim):
         jc = min(dim, pochs - och)
         for krow in range(krows):
             for kcol in range(0, kcols, pixels_max):
                 pixels = min(pixels_max, kcols - kcol)
                 for kch in range(0, kchs, dim):
+                    starts.append(len(out))
                     kk = pixels * min(dim, kchs - kch)
                     new_weights = True
                     for b in range(batches):
@@ -510,6 +589,8 @@ def _loop_conv(
                                 out.append(("preload", pre, GEN_EX, last_load, 0))
                                 out.append((op, (a_row, GARBAGE, kk, ir, jc, ir), GEN_EX, last_load, 0))
                                 new_weights = False
+    starts.append(len(out))
+    segments = alike_segments(out, starts, cfg.row_mask)
     last_ex = len(out) - 1
     # 5. store (after the whole execute stream has been issued: LoopConvSt waits for it).
     if has_out:
@@ -554,4 +635,4 @@ def _loop_conv(
                     off = b * pool_out_rows * pool_out_cols * out_stride + poch
                     out.append(("mvout", (off, IS_ACC | c_row, ch, 0), GEN_ST, last_ex, R_OUT))
             out.append(("config_st", (out_stride, act, st_scale_bits, 0, 0, 0, 0, 0, 0, 0, 0, 0), GEN_ST, last_ex, 0))
-    return out
+    return Template(tuple(out), segments)

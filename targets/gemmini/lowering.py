@@ -25,7 +25,7 @@ reads every stride-th input pixel of a window row.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from typing import Protocol
 
 from zomboss.targets.gemmini.config import GemminiConfig
@@ -38,7 +38,7 @@ from zomboss.targets.gemmini.suite import conv_out_dims
 
 from zomboss.errors import ZombossError
 from zomboss.mapping import Mapping, space
-from zomboss.program import Instr, Program
+from zomboss.program import Instr, Item, Loop, Program
 from zomboss.workload import Workload
 
 ONE_F32 = ONE_F32_BITS
@@ -71,14 +71,17 @@ def lower(mapping: Mapping, wl: Workload, bufs: Buffers, cfg: GemminiConfig) -> 
         else:
             _Stream(out, m, _ConvOp(m, wl, bufs, cfg), cfg, wl["relu"], bufs.scale_bits, WS).run()
     meta = {"workload": wl.id, "mapping": mapping.to_json(), "buffers": bufs.__dict__.copy()}
-    return Program("gemmini", tuple(out.instrs), meta)
+    flat = [i for i in out.instrs if isinstance(i, Instr)]
+    if len(flat) < len(out.instrs):  # the hardware-loop lowerings keep their loop nest
+        return Program.from_nest("gemmini", out.instrs, meta)
+    return Program("gemmini", tuple(flat), meta)
 
 
 class _Out:
     """Instruction sink with the config-state cache that decides when a config_ld is needed."""
 
     def __init__(self) -> None:
-        self.instrs: list[Instr] = []
+        self.instrs: list[Item] = []
         self.ld: dict[int, tuple[int, int, int]] = {}
 
     def emit(self, op: str, *args: int) -> None:
@@ -104,7 +107,8 @@ def _config_st(out: _Out, stride: int, relu: int, scale_bits: int) -> None:
 
 
 def _matmul_hw(out: _Out, m: MatmulView, wl: Workload, bufs: MatmulBuffers, cfg: GemminiConfig) -> None:
-    """loop_ws per block, as tiled_matmul_outer issues it, for any legal order and reuse."""
+    """loop_ws per block, as tiled_matmul_outer issues it, for any legal order and reuse: a
+    loop nest in the mapping's order whose iterations are alike except at the edges."""
     d = cfg.dim
     M, N, K = wl["M"], wl["N"], wl["K"]
     tiles = {"i": cdiv(M, d), "j": cdiv(N, d), "k": cdiv(K, d)}
@@ -117,40 +121,72 @@ def _matmul_hw(out: _Out, m: MatmulView, wl: Workload, bufs: MatmulBuffers, cfg:
     out.config_ld(0, K, d)
     out.config_ld(1, N, d)
     out.config_ld(2, 0, d)  # repeating bias row: stride 0, int32
-    pinned: dict[str, dict[tuple[int, ...], int]] = {"a": {}, "b": {}}
-    for blk in itertools.product(*(range(nblk[x]) for x in m.order)):
-        b = dict(zip(m.order, blk, strict=True))
+    order = tuple(m.order)
+    a_key, b_key = [x for x in order if x in "ik"], [x for x in order if x in "kj"]
+
+    def leaf(idx: tuple[int, ...]) -> tuple[Instr, ...]:
+        b = dict(zip(order, idx, strict=True))
         i0, j0, k0 = b["i"], b["j"], b["k"]
         n = {x: min(size[x], tiles[x] - b[x] * size[x]) for x in "ijk"}
         p = {x: pad[x] if b[x] == nblk[x] - 1 else 0 for x in "ijk"}
         a_addr = bufs.a + i0 * m.tile_i * d * K + k0 * m.tile_k * d
         b_addr = bufs.b + k0 * m.tile_k * d * N + j0 * m.tile_j * d
         a_id = b_id = 0
-        if m.reuse_a:
-            a_id, first = _pin(pinned["a"], (i0, k0))
-            a_addr = a_addr if first else 0
-        if m.reuse_b:
-            b_id, first = _pin(pinned["b"], (k0, j0))
-            b_addr = b_addr if first else 0
+        if m.reuse_a:  # pinned at its first use (j0 == 0 in any order), reused after
+            a_id, a_addr = _first_use_id(b, a_key, nblk), a_addr if j0 == 0 else 0
+        if m.reuse_b:  # likewise at i0 == 0
+            b_id, b_addr = _first_use_id(b, b_key, nblk), b_addr if i0 == 0 else 0
         d_addr = bufs.bias + j0 * m.tile_j * d * 4 if has_bias and k0 == 0 else 0
         c_addr = bufs.c + i0 * m.tile_i * d * N + j0 * m.tile_j * d if k0 == nblk["k"] - 1 else 0
         ex_acc = int(has_bias or k0 > 0)
-        out.emit("loop_ws_bounds", n["i"], n["j"], n["k"], p["i"], p["j"], p["k"])
-        out.emit("loop_ws_addrs_ab", a_addr, b_addr)
-        out.emit("loop_ws_addrs_dc", d_addr, c_addr)
-        out.emit("loop_ws_strides_ab", K, N)
-        out.emit("loop_ws_strides_dc", 0, N)
-        # ex_accumulate, full_c, low_d, act, a_spad_id, b_spad_id, a_transpose, b_transpose, is_resadd
-        out.emit("loop_ws", ex_acc, 0, 0, wl["relu"], a_id, b_id, 0, 0, 0)
+        return (
+            Instr("loop_ws_bounds", (n["i"], n["j"], n["k"], p["i"], p["j"], p["k"])),
+            Instr("loop_ws_addrs_ab", (a_addr, b_addr)),
+            Instr("loop_ws_addrs_dc", (d_addr, c_addr)),
+            Instr("loop_ws_strides_ab", (K, N)),
+            Instr("loop_ws_strides_dc", (0, N)),
+            # ex_accumulate, full_c, low_d, act, a_spad_id, b_spad_id, a_transpose, b_transpose, is_resadd
+            Instr("loop_ws", (ex_acc, 0, 0, wl["relu"], a_id, b_id, 0, 0, 0)),
+        )
+
+    pinned = set(a_key if m.reuse_a else ()) | set(b_key if m.reuse_b else ())
+
+    def alike(depth: int, idx: tuple[int, ...]) -> Hashable:
+        x, t = order[depth], idx[depth]
+        # block sizes and padding change at the last block, bias/accumulate/store flags at the
+        # first and last k block, first uses of pinned blocks at index 0; a pinned block's
+        # spad id depends on the index itself
+        return (t == 0, t == nblk[x] - 1, t if x in pinned else None)
+
+    out.instrs.append(_nest([nblk[x] for x in order], leaf, alike))
     out.emit("fence")
 
 
-def _pin(pins: dict[tuple[int, ...], int], key: tuple[int, ...]) -> tuple[int, bool]:
-    """Scratchpad half (1 or 2) pinned to an operand block, and whether this is its first use."""
-    if key in pins:
-        return pins[key], False
-    pins[key] = len(pins) + 1
-    return pins[key], True
+def _first_use_id(b: dict[str, int], dims: list[str], nblk: dict[str, int]) -> int:
+    """The scratchpad half (1, 2, ...) the library pins an operand block to: blocks are pinned
+    in the order of their first use, which is the loop order restricted to the block's dims."""
+    rank = 0
+    for x in dims:
+        rank = rank * nblk[x] + b[x]
+    return rank + 1
+
+
+def _nest(
+    trips: list[int],
+    leaf: Callable[[tuple[int, ...]], tuple[Instr, ...]],
+    alike: Callable[[int, tuple[int, ...]], Hashable],
+) -> Loop:
+    """A perfect loop nest over the product of `trips` (outermost first); `leaf(idx)` is the
+    innermost body, `alike(depth, idx)` the key of iteration idx[depth] given the outer ones."""
+
+    def level(depth: int, prefix: tuple[int, ...]) -> Loop:
+        def body(t: int) -> tuple[Item, ...]:
+            idx = (*prefix, t)
+            return leaf(idx) if depth == len(trips) - 1 else (level(depth + 1, idx),)
+
+        return Loop(trips[depth], body, lambda t: alike(depth, (*prefix, t)))
+
+    return level(0, ())
 
 
 def _conv_hw(out: _Out, m: ConvView, wl: Workload, bufs: ConvBuffers, cfg: GemminiConfig) -> None:
@@ -167,16 +203,23 @@ def _conv_hw(out: _Out, m: ConvView, wl: Workload, bufs: ConvBuffers, cfg: Gemmi
     _config_st(out, K, wl["relu"], bufs.scale_bits)
     ds = int(m.downsample)  # the knob is active only where the doc's downsample conditions hold
     _config_ex(out, WS, st >> ds, acc_scale_bits=0)  # tiled_conv passes sys_acc_scale 0
-    pinned: dict[str, dict[tuple[int, ...], int]] = {"a": {}, "b": {}}
-    for b0, r0, c0, o0, kr0, kc0, ch0 in itertools.product(
-        range(0, Nb, m.tile_b),
-        range(0, oh, m.tile_orows),
-        range(0, ow, m.tile_ocols),
-        range(0, K, m.tile_och),
-        range(0, R, m.tile_krows),
-        range(0, S, m.tile_kcols),
-        range(0, C, m.tile_ich),
-    ):
+    dims = ("b", "r", "c", "o", "kr", "kc", "ch")
+    extent = dict(zip(dims, (Nb, oh, ow, K, R, S, C), strict=True))
+    steps = (m.tile_b, m.tile_orows, m.tile_ocols, m.tile_och, m.tile_krows, m.tile_kcols, m.tile_ich)
+    step = dict(zip(dims, steps, strict=True))
+    nt = {x: cdiv(extent[x], step[x]) for x in dims}
+    a_key, b_key = ["b", "r", "c", "kr", "kc", "ch"], ["o", "kr", "kc", "ch"]
+
+    def window(start: int, n: int, k0: int, nk: int, size: int) -> tuple[int, int, int]:
+        """(first input row/col, low pad, high pad) of a tile's window, sized as tiled_conv
+        sizes it; padding is clamped to the window (a tile whose whole window lies in the
+        padding, a kernel tile narrower than the padding, is all padding)."""
+        first, length = start * st + k0 - pad, n * st + nk - 1
+        lo = min(max(-first, 0), length)
+        return first, lo, min(max(first + length - size, 0), length - lo)
+
+    def leaf(idx: tuple[int, ...]) -> tuple[Instr, ...]:
+        b0, r0, c0, o0, kr0, kc0, ch0 = (t * s for t, s in zip(idx, steps, strict=True))
         nb, nr, nc = min(m.tile_b, Nb - b0), min(m.tile_orows, oh - r0), min(m.tile_ocols, ow - c0)
         no, nkr, nkc, nch = (
             min(m.tile_och, K - o0),
@@ -186,52 +229,57 @@ def _conv_hw(out: _Out, m: ConvView, wl: Workload, bufs: ConvBuffers, cfg: Gemmi
         )
         first = kr0 == 0 and kc0 == 0 and ch0 == 0
         last = kr0 + m.tile_krows >= R and kc0 + m.tile_kcols >= S and ch0 + m.tile_ich >= C
-        irow, icol = r0 * st + kr0 - pad, c0 * st + kc0 - pad
-        irows, icols = nr * st + nkr - 1, nc * st + nkc - 1  # as tiled_conv sizes the window
-        # Padding is clamped to the window: a tile whose whole window lies in the padding (a
-        # kernel tile narrower than the padding) is all padding, never more than its own rows.
-        upad, lpad = min(max(-irow, 0), irows), min(max(-icol, 0), icols)
-        dpad, rpad = min(max(irow + irows - H, 0), irows - upad), min(max(icol + icols - W, 0), icols - lpad)
+        irow, upad, dpad = window(r0, nr, kr0, nkr, H)
+        icol, lpad, rpad = window(c0, nc, kc0, nkc, W)
         inp = bufs.input + ((b0 * H + irow + upad) * W + icol + lpad) * C + ch0
         wts = bufs.weights + ((kr0 * S + kc0) * C + ch0) * K + o0
+        at = dict(zip(dims, idx, strict=True))
         a_id = b_id = 0
-        if m.reuse_a:
-            a_id, fresh = _pin(pinned["a"], (b0, r0, c0, kr0, kc0, ch0))
-            inp = inp if fresh else 0
-        if m.reuse_b:
-            b_id, fresh = _pin(pinned["b"], (o0, kr0, kc0, ch0))
-            wts = wts if fresh else 0
+        if m.reuse_a:  # pinned at its first use (the first och tile), reused after
+            a_id, inp = _first_use_id(at, a_key, nt), inp if o0 == 0 else 0
+        if m.reuse_b:  # pinned at its first use (the first batch and pixel tile), reused after
+            b_id, wts = _first_use_id(at, b_key, nt), wts if b0 == r0 == c0 == 0 else 0
         outp = bufs.output + ((b0 * oh + r0) * ow + c0) * K + o0 if last else 0
         bias = bias_base + o0 * 4 if first else 0
-        # config1: batch_size, in_row_dim, in_channels, out_channels, out_row_dim, pool_out_row_dim, out_col_dim, stride, padding
-        out.emit("loop_conv_ws_config1", Nb, H, C, K, oh, oh, ow, st, pad)
-        # config2: kernel_dim, pool_out_col_dim, pool_size, pool_stride, pool_padding, batches, porows, pocols, pochs
-        out.emit("loop_conv_ws_config2", R, ow, 1, 1, 0, nb, nr, nc, no)
-        # config3: krows, kcols, kchs, lpad, rpad, upad, dpad, plpad, in_col_dim
-        out.emit("loop_conv_ws_config3", nkr, nkc, nch, lpad, rpad, upad, dpad, 0, W)
-        # config4: orows, prpad, pupad, pdpad, kernel_dilation, in_stride, weight_stride, out_stride, ocols
-        out.emit("loop_conv_ws_config4", nr, 0, 0, 0, 1, C, K, K, nc)
-        out.emit("loop_conv_ws_config5", wts, outp)
-        out.emit("loop_conv_ws_config6", bias, inp)
-        # no_bias, wrot180, trans_output_1203, trans_weight_1203, trans_weight_0132, trans_input_3120, dw,
-        # max_pixels_per_row, a_spad_id, b_spad_id, no_pool, downsample, input_dilated, act
-        out.emit(
-            "loop_conv_ws",
-            int(not has_bias),
-            0,
-            0,
-            0,
-            0,
-            0,
-            0,
-            _max_pixels_per_row(nch, nkc, d) if m.first_layer and not ds else 1,
-            a_id,
-            b_id,
-            1,
-            ds,
-            0,
-            wl["relu"],
+        ppr = _max_pixels_per_row(nch, nkc, d) if m.first_layer and not ds else 1
+        return (
+            # batch_size, in_row_dim, in_channels, out_channels, out_row_dim, pool_out_row_dim, out_col_dim, stride, padding
+            Instr("loop_conv_ws_config1", (Nb, H, C, K, oh, oh, ow, st, pad)),
+            # kernel_dim, pool_out_col_dim, pool_size, pool_stride, pool_padding, batches, porows, pocols, pochs
+            Instr("loop_conv_ws_config2", (R, ow, 1, 1, 0, nb, nr, nc, no)),
+            # krows, kcols, kchs, lpad, rpad, upad, dpad, plpad, in_col_dim
+            Instr("loop_conv_ws_config3", (nkr, nkc, nch, lpad, rpad, upad, dpad, 0, W)),
+            # orows, prpad, pupad, pdpad, kernel_dilation, in_stride, weight_stride, out_stride, ocols
+            Instr("loop_conv_ws_config4", (nr, 0, 0, 0, 1, C, K, K, nc)),
+            Instr("loop_conv_ws_config5", (wts, outp)),
+            Instr("loop_conv_ws_config6", (bias, inp)),
+            # no_bias, wrot180, trans_output_1203, trans_weight_1203, trans_weight_0132, trans_input_3120, dw,
+            # max_pixels_per_row, a_spad_id, b_spad_id, no_pool, downsample, input_dilated, act
+            Instr("loop_conv_ws", (int(not has_bias), 0, 0, 0, 0, 0, 0, ppr, a_id, b_id, 1, ds, 0, wl["relu"])),
         )
+
+    pinned = set(a_key if m.reuse_a else ()) | set(b_key if m.reuse_b else ())
+
+    def pads(x: str, t: int, k: int) -> tuple[int, int]:
+        """The padding of output tile t of dim x (r or c) against kernel tile k (kr or kc)."""
+        kx = "kr" if x == "r" else "kc"
+        start, k0 = t * step[x], k * step[kx]
+        n, nk = min(step[x], extent[x] - start), min(step[kx], extent[kx] - k0)
+        return window(start, n, k0, nk, H if x == "r" else W)[1:]
+
+    def alike(depth: int, idx: tuple[int, ...]) -> Hashable:
+        # tile sizes change at the last tile, bias/output flags at the first/last kernel tile,
+        # first uses of pinned blocks at index 0 (a pinned block's spad id depends on the index
+        # itself), and the padding with the output tile and the kernel tile together
+        x, t = dims[depth], idx[depth]
+        extra: object = t if x in pinned else None
+        if x in ("r", "c"):
+            extra = (extra, tuple(pads(x, t, k) for k in range(nt["kr" if x == "r" else "kc"])))
+        elif x in ("kr", "kc"):
+            extra = (extra, pads("r" if x == "kr" else "c", idx[1 if x == "kr" else 2], t))
+        return (t == 0, t == nt[x] - 1, extra)
+
+    out.instrs.append(_nest([nt[x] for x in dims], leaf, alike))
     out.emit("fence")
 
 

@@ -11,24 +11,26 @@ is what verification uses.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 from zomboss.targets.gemmini.config import DOC, GemminiConfig
 from zomboss.targets.gemmini.dram import Dram
 from zomboss.targets.gemmini.functional import Machine
-from zomboss.targets.gemmini.isa import LOOP_CONV_CONFIGS, LOOP_WS_CONFIGS, check_shape, operands
+from zomboss.targets.gemmini.isa import LOOP_CONV_CONFIGS, LOOP_WS_CONFIGS, check_shape, operands, queues
 from zomboss.targets.gemmini.loops import Expansion, LoopFsm, UnsupportedLoop, expand_loop_conv_ws, expand_loop_ws
 from zomboss.targets.gemmini.numerics import ONE_F32_BITS
 from zomboss.targets.gemmini.platform import check_loop
 from zomboss.targets.gemmini.presets import DEFAULT_PRESET, Preset, Rtl, get_preset
 from zomboss.targets.gemmini.timing import Timing
 
+from zomboss import steady
 from zomboss.errors import IllegalProgram
 from zomboss.inputs import over_budget
 from zomboss.legality import Checker
-from zomboss.program import Instr, Program
+from zomboss.program import Instr, Item, Program
 
 __all__ = ["DOC", "Dram", "GemminiConfig", "SimResult", "dynamic_stream", "kb_checker", "simulate"]
 
@@ -63,6 +65,7 @@ class _Run:
         check: bool,
         rtl: Rtl,
         budget: int | None = None,
+        extrapolate: bool = False,
     ):
         self.cfg = cfg
         self.rtl = rtl
@@ -74,6 +77,12 @@ class _Run:
         self.fsm = {WS_FSM: LoopFsm(), CONV_FSM: LoopFsm()}
         self.counts: Counter[str] = Counter()
         self.st_scale_bits = ONE_F32_BITS
+        # steady-state extrapolation over the lowering's loop nest: timing-only runs only
+        self.extrapolating = bool(extrapolate) and self.tm is not None and self.machine is None and self.checker is None
+        self.policy = steady.Policy()
+        self.steady = steady.Report()  # over the program's loop nest
+        self.steady_loops = steady.Report()  # over the FSM loops inside loop_ws / loop_conv_ws
+        self._ops = tuple(sorted(queues()))
 
     def check(self, ins: Instr) -> None:
         if self.checker is not None:
@@ -98,7 +107,8 @@ class _Run:
             counts[e[0]] += 1
         if machine is None and checker is None:
             if tm is not None:
-                tm.run_loop(fsm, t_run, exp.entries, exp.bases)
+                ext = (self.policy, self.steady_loops) if self.extrapolating else None
+                tm.run_loop(fsm, t_run, exp.entries, exp.bases, exp.segments, ext)
             return
         if tm is not None:
             tm.loop_start(fsm, t_run)
@@ -124,32 +134,81 @@ class _Run:
             raise over_budget(where, "the program executes more instructions", self.budget)
 
     def run(self, program: Program) -> None:
+        if program.nest is not None and self.extrapolating:
+            self._items(program, program.nest)
+            return
+        for ins in program.instrs:
+            self.instr(program, ins)
+
+    def _items(self, program: Program, items: Sequence[Item]) -> None:
+        """Run a loop nest, extrapolating over steady runs of alike iterations (timing only)."""
+        for it in items:
+            if isinstance(it, Instr):
+                self.instr(program, it)
+            else:
+                body = it.body
+                steady.repeat(
+                    it.trips,
+                    it.alike,
+                    lambda t, body=body: self._items(program, body(t)),  # type: ignore[misc]
+                    self._mark,
+                    self._skip,
+                    self.policy,
+                    self.steady,
+                )
+
+    def _mark(self) -> steady.Mark:
+        """The timing model's mark, with the loop FSMs' slot and accumulator-half state (the
+        tables rotated to the halves the next loop uses), and the instruction counts."""
+        assert self.tm is not None
+        ws, conv = self.fsm[WS_FSM], self.fsm[CONV_FSM]
+        f = ws if ws.loops else conv
+        m = self.tm.mark(f.loops % 2, f.acc_half)
+        counts = np.array([self.counts[op] for op in self._ops], dtype=np.float64)
+        fsm = (ws.loops, ws.flips, conv.loops, conv.flips)
+        return replace(m, counters=np.concatenate((m.counters, counts)), linear=(*m.linear, *fsm))
+
+    def _skip(self, s: steady.Skip) -> None:
+        assert self.tm is not None
+        n, k = len(self.tm._COUNTERS), len(s.linear) - 4
+        ws, _conv = self.fsm[WS_FSM], self.fsm[CONV_FSM]
+        loops, flips = s.linear[k : k + 2] if ws.loops else s.linear[k + 2 :]
+        self.tm.skip(replace(s, counters=s.counters[:n], linear=s.linear[:k]), loops % 2 == 1, flips % 2 == 1)
+        for op, c in zip(self._ops, s.counters[n:], strict=True):
+            if c:
+                self.counts[op] += round(c)
+        for f, (loops, flips) in zip(self.fsm.values(), (s.linear[k : k + 2], s.linear[k + 2 :]), strict=True):
+            f.loops += loops
+            f.flips += flips
+            f.acc_half ^= flips % 2
+
+    def instr(self, program: Program, ins: Instr) -> None:
+        """Execute one CPU-issued instruction (a hardware loop with all its commands)."""
         cfg = self.cfg
         spend = self._spend
-        for ins in program.instrs:
-            check_shape(ins)
-            spend(1, program, ins)
-            op = ins.op
-            if op in LOOP_WS_CONFIGS:
-                self.one(ins)
-                self.fsm[WS_FSM].configure(ins)
-            elif op in LOOP_CONV_CONFIGS:
-                self.one(ins)
-                self.fsm[CONV_FSM].configure(ins)
-            elif op == "loop_ws":
-                t = self.one(ins)  # the doc's rules first: an illegal operand is refused by its rule
-                check_loop(self.rtl, op, self.fsm[WS_FSM].regs, ins.args, ins.line)
-                exp = expand_loop_ws(cfg, self.fsm[WS_FSM], ins)
-                spend(len(exp.entries), program, ins)
-                self.loop(WS_FSM, t, exp, ins.line)
-            elif op == "loop_conv_ws":
-                t = self.one(ins)  # the doc's rules first: an illegal operand is refused by its rule
-                check_loop(self.rtl, op, self.fsm[CONV_FSM].regs, ins.args, ins.line)
-                exp = expand_loop_conv_ws(cfg, self.fsm[CONV_FSM], ins, self.st_scale_bits)
-                spend(len(exp.entries), program, ins)
-                self.loop(CONV_FSM, t, exp, ins.line)
-            else:
-                self.one(ins)
+        check_shape(ins)
+        spend(1, program, ins)
+        op = ins.op
+        if op in LOOP_WS_CONFIGS:
+            self.one(ins)
+            self.fsm[WS_FSM].configure(ins)
+        elif op in LOOP_CONV_CONFIGS:
+            self.one(ins)
+            self.fsm[CONV_FSM].configure(ins)
+        elif op == "loop_ws":
+            t = self.one(ins)  # the doc's rules first: an illegal operand is refused by its rule
+            check_loop(self.rtl, op, self.fsm[WS_FSM].regs, ins.args, ins.line)
+            exp = expand_loop_ws(cfg, self.fsm[WS_FSM], ins)
+            spend(len(exp.entries), program, ins)
+            self.loop(WS_FSM, t, exp, ins.line)
+        elif op == "loop_conv_ws":
+            t = self.one(ins)  # the doc's rules first: an illegal operand is refused by its rule
+            check_loop(self.rtl, op, self.fsm[CONV_FSM].regs, ins.args, ins.line)
+            exp = expand_loop_conv_ws(cfg, self.fsm[CONV_FSM], ins, self.st_scale_bits)
+            spend(len(exp.entries), program, ins)
+            self.loop(CONV_FSM, t, exp, ins.line)
+        else:
+            self.one(ins)
 
 
 def simulate(
@@ -162,6 +221,7 @@ def simulate(
     preset: str | Preset = DEFAULT_PRESET,
     check: bool = True,
     max_instructions: int | None = None,
+    extrapolate: bool = False,
 ) -> SimResult:
     """Simulate `program`; raises IllegalProgram on the first instruction that breaks a doc rule.
 
@@ -170,9 +230,11 @@ def simulate(
     `max_instructions` caps the executed instructions, hardware loops expanded (LimitError
     beyond; a loop's commands are counted before it runs). Hardware loops run as the preset's
     RTL revision runs them (`platform.check_loop` refuses what it cannot run).
+    `extrapolate` lets a timing-only run of a program that keeps its loop nest skip steady
+    periods (`zomboss.steady`); the stats say how much was skipped.
     """
     p = get_preset(preset)
-    run = _Run(cfg, dram, functional, p if timing else None, check, p.rtl, max_instructions)
+    run = _Run(cfg, dram, functional, p if timing else None, check, p.rtl, max_instructions, extrapolate)
     source = str(program.meta.get("path", "")) if program.meta else ""
     try:
         run.run(program)
@@ -188,6 +250,8 @@ def simulate(
         rd, wr = int(stats["rd_bytes"]), int(stats["wr_bytes"])
     stats["instructions"] = sum(run.counts.values())
     stats["checked"] = run.checker is not None
+    if run.extrapolating:
+        stats["extrapolation"] = {"nest": run.steady.to_json(), "loops": run.steady_loops.to_json()}
     return SimResult(
         cycles=run.tm.cycles() if run.tm is not None else 0,
         dram=run.machine.dram if run.machine is not None else None,

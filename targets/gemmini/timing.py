@@ -39,10 +39,14 @@ from __future__ import annotations
 import heapq
 from functools import lru_cache
 
+import numpy as np
 from zomboss.targets.gemmini.config import GemminiConfig
 from zomboss.targets.gemmini.isa import EX, GARBAGE, IS_ACC, LD, READ_FULL, ST, queues
-from zomboss.targets.gemmini.loops import CPU, GEN_EX
+from zomboss.targets.gemmini.loops import CPU, GEN_EX, GEN_LD, GEN_ST
 from zomboss.targets.gemmini.presets import Preset
+
+from zomboss import steady
+from zomboss.steady import Mark, Policy, Report, Skip
 
 BREAKDOWN = ("compute", "memory", "stall", "overhead")
 
@@ -156,6 +160,28 @@ def _length(ivs: list[list[float]], end: float) -> float:
     return total
 
 
+def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted, disjoint unions of row ranges."""
+    out: list[list[int]] = []
+    for lo, hi in sorted(spans):
+        if out and lo <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return [(lo, hi) for lo, hi in out]
+
+
+class _LoopRun:
+    """The running loop's entries, DRAM bases, issue times so far and highest allocation."""
+
+    __slots__ = ("base", "entries", "issued", "top")
+
+    def __init__(self, entries: tuple, base: tuple[int, ...]) -> None:
+        self.entries, self.base = entries, base
+        self.issued: list[float] = []
+        self.top = 0.0
+
+
 class Timing:
     """Scoreboard state; `step` times one instruction and returns its RS allocation time."""
 
@@ -235,6 +261,8 @@ class Timing:
         # busy intervals for the cycle breakdown (see the module docstring)
         self.busy_ex, self.busy_ld, self.busy_st, self.busy_fixed = _Busy(), _Busy(), _Busy(), _Busy()
         self.busy_fixed.add(0.0, float(preset.kernel_overhead))
+        self.extra_busy = [0.0, 0.0, 0.0]  # busy lengths of extrapolated periods (see `skip`)
+        self._recent: tuple | None = None  # the last loop's entries and bases (`_shift_recent`)
         self._handlers = {
             "mvin": lambda a, t: self._mvin(0, a, t),
             "mvin2": lambda a, t: self._mvin(1, a, t),
@@ -340,22 +368,43 @@ class Timing:
         if self.loop_max_alloc > self.fsm_busy:
             self.fsm_busy = self.loop_max_alloc
 
-    def run_loop(self, fsm: int, t_run: float, entries, bases: tuple[int, ...]) -> None:  # noqa: ANN001
+    def run_loop(
+        self,
+        fsm: int,
+        t_run: float,
+        entries,  # noqa: ANN001
+        bases: tuple[int, ...],
+        segments: tuple[tuple[int, int, int], ...] = (),
+        extrapolate: tuple[Policy, Report] | None = None,
+    ) -> None:
         """Time all commands of one hardware loop: the timing-only fast path, `step` and
         `_alloc` inlined and each preload timed together with its compute.
-        `entries`/`bases` are a `loops.Expansion`'s template and DRAM bases."""
+        `entries`/`bases`/`segments` are a `loops.Expansion`'s template, DRAM bases and runs
+        of alike groups; with `extrapolate`, steady periods of those runs are skipped."""
         self.loop_start(fsm, t_run)
-        issued: list[float] = []
+        lr = _LoopRun(entries, (0, *bases))
+        lr.top = self.loop_max_alloc
+        i = 0
+        if extrapolate is not None:
+            for start, length, groups in segments:
+                self._entries(lr, i, start)
+                self._segment(lr, start, length, groups, *extrapolate)
+                i = start + length * groups
+        self._entries(lr, i, len(entries))
+        self.loop_max_alloc = lr.top
+        self.loop_end(fsm)
+        self._recent = (entries, lr.base)
+
+    def _entries(self, lr: _LoopRun, i: int, n: int) -> None:
+        """Time entries [i, n) of the running loop."""
+        entries, issued, base = lr.entries, lr.issued, lr.base
         push = issued.append
         gen_prev, rs, cap, handlers = self.gen_prev, self.rs, self.cap, self._handlers
         floor = self.loop_floor
-        top = self.loop_max_alloc
+        top = lr.top
         heappop = heapq.heappop
-        base = (0, *bases)
         ex_heap, ex_cap = rs[EX], cap[EX]
         queue = self.queue
-        n = len(entries)
-        i = 0
         while i < n:
             op, args, gen, gate, reloc = entries[i]
             t = gen_prev[gen] + 1
@@ -410,8 +459,103 @@ class Timing:
             handlers[op](args, t)
             push(t)
             i += 1
-        self.loop_max_alloc = top
-        self.loop_end(fsm)
+        lr.top = top
+
+    def _segment(self, lr: _LoopRun, start: int, length: int, groups: int, policy: Policy, report: Report) -> None:
+        """Time a run of alike groups, skipping whole periods once they repeat."""
+        gens = sorted({e[2] for e in lr.entries[start : start + length]})
+        at = [0]  # the next group to time
+
+        def body(g: int) -> None:
+            self._entries(lr, start + g * length, start + (g + 1) * length)
+            at[0] = g + 1
+
+        def skip(sk: Skip) -> None:
+            period = (sk.iterations // sk.periods) * length
+            dtp = sk.dt / sk.periods
+            iss = lr.issued
+            first = len(iss)
+            for e in range(sk.iterations * length):  # issue times of the skipped commands
+                iss.append(iss[first + e - period] + dtp)
+            self._shift_recent(lr, start + at[0] * length, sk.dt, sk.since - 1.0)
+            self.skip(sk, rows=False)
+            lr.top += sk.dt
+            at[0] += sk.iterations
+
+        steady.repeat(groups, lambda g: 0, body, lambda: self._loop_mark(lr, gens), skip, policy, report)
+
+    def _loop_mark(self, lr: _LoopRun, gens: list[int]) -> Mark:
+        """The state at a group boundary inside a loop, relative to the earliest clock of the
+        generators that issue the group (nothing they issue next starts earlier). The
+        per-row tables are left out: pending rows are written by commands still in the
+        reservation station, whose completions are the queue contents compared here."""
+        floor = self.loop_floor
+        now = min(max(self.gen_prev[g], floor) for g in gens)
+        rel = [getattr(self, n) - now for n in self._SCALARS[:9]]
+        rel += [self.gen_prev[g] - now for g in gens]
+        rel.append(lr.top - now)
+        rel += [x - now for x in self.rd_ring[self.rd_k :] + self.rd_ring[: self.rd_k]]
+        rel += [x - now for x in self.wr_ring[self.wr_k :] + self.wr_ring[: self.wr_k]]
+        for q, heap in enumerate(self.rs):
+            live = sorted(x - now for x in heap if x > now)
+            rel += live + [-1.0] * (self.cap[q] + 1 - len(live))
+        state = np.maximum(np.asarray(rel, dtype=np.float64), -1.0)
+        counters = np.array([float(getattr(self, n)) for n in self._COUNTERS])
+        # An engine the group does not use must be idle: its pending work (the tail of an
+        # earlier phase, e.g. loads still streaming in under the execute stream) is not part of
+        # the period and would be wrongly extended by a skip.
+        idle = all(t <= now for g, times in self._engine_times().items() if g not in gens for t in times)
+        return Mark(now, state, counters, (), self._key() if idle else object())
+
+    def _engine_times(self) -> dict[int, list[float]]:
+        """Per FSM generator, the times its engine (and queue) is busy until."""
+        return {
+            GEN_LD: [self.ld_free, self.ld_last_done, self.rd_chan, *self.rd_ring, *self.rs[LD]],
+            GEN_EX: [self.ex_free, self.ex_drained, *self.rs[EX]],
+            GEN_ST: [self.st_done, self.wr_chan, self.wr_last_ack, *self.wr_ring, *self.rs[ST]],
+        }
+
+    def _shift_recent(self, lr: _LoopRun, upto: int, dt: float, lo: float) -> None:
+        """Shift the pending (>= lo) table rows the most recent commands touched (this loop's
+        before `upto`, then the previous loop's tail): only commands still in a reservation
+        station can have a pending row, and there are at most the queues' capacities of them.
+        Rows before `lo` stay: a later loop's generators, whose clocks start at the CPU's, may
+        still wait for them."""
+        budget = 4 * sum(self.cap) + 16
+        spans: tuple[list[tuple[int, int]], list[tuple[int, int]]] = ([], [])
+        sources = [(lr.entries[max(0, upto - budget) : upto], lr.base)]
+        if upto < budget and self._recent is not None:
+            prev, pbase = self._recent
+            sources.append((prev[max(0, len(prev) - (budget - upto)) :], pbase))
+        for part, _ in sources:
+            for op, args, _gen, _gate, _reloc in part:
+                for m, first, end in self._rows_of(op, args):
+                    spans[m].append((first, end))
+        for m, tables in ((0, (self.w[0], self.r[0], self.sp_ex)), (1, (self.w[1], self.acc_ex, self.acc_rd))):
+            for a, b in _merge(spans[m]):
+                for t in tables:
+                    t[a:b] = [x + dt if x >= lo else x for x in t[a:b]]
+
+    def _rows_of(self, op: str, args: tuple[int, ...]) -> list[tuple[int, int, int]]:
+        """(memory, first row, end row) ranges a command may touch (a superset is harmless: a
+        row that is not pending stays in the past however far it moves)."""
+        mask, dim = self.row_mask, self.dim
+        out = []
+        if op in ("mvin", "mvin2", "mvin3", "mvout"):
+            local, cols, rows = args[1], args[2], args[3]
+            lo = local & mask
+            blocks = -(-cols // dim)
+            span = (blocks - 1) * max(self.ld_bstride + [dim]) + max(rows, 1)
+            if op == "mvout":
+                span = max(span, self.st_pool[1] * self.st_pool[2])
+            out.append((1 if local & IS_ACC else 0, lo, lo + span))
+        elif op in ("preload", "compute_preloaded", "compute_accumulated"):
+            for _k, addr in enumerate(args[:2]):
+                if addr == GARBAGE:
+                    continue
+                n = max(args[2:6]) * max(self.a_stride, self.c_stride, 1) + 1
+                out.append((1 if addr & IS_ACC else 0, addr & mask, (addr & mask) + n))
+        return out
 
     # ------------------------------------------------------------------------------------------
     # DMA helpers
@@ -742,6 +886,149 @@ class Timing:
         heapq.heappush(self.rs[ST], done)
 
     # ------------------------------------------------------------------------------------------
+    # steady-state extrapolation (zomboss.steady)
+    # ------------------------------------------------------------------------------------------
+    _SCALARS = (
+        "ld_free",
+        "ld_last_done",
+        "rd_chan",
+        "ex_free",
+        "ex_drained",
+        "prev_start",
+        "st_done",
+        "wr_chan",
+        "wr_last_ack",
+        "last_alloc",
+        "fsm_busy",
+        "loop_floor",
+        "loop_max_alloc",
+    )
+    _COUNTERS = (
+        "rd_packets",
+        "wr_packets",
+        "rd_bytes",
+        "wr_bytes",
+        "row_misses",
+        "rd_fetched",
+        "pairs",
+        "overlapped",
+        "ex_busy",
+        "cfg_ex_stall",
+    )
+
+    def _tables(self) -> tuple[list[float], ...]:
+        """The per-row dependency tables (the accumulator's `w` and `r` are one list)."""
+        return (self.w[0], self.w[1], self.r[0], self.acc_ex, self.acc_rd, self.sp_ex)
+
+    def mark(self, sp_half: int = 0, acc_half: int = 0) -> Mark:
+        """The timing state at an iteration boundary, relative to the CPU clock, with the
+        scratchpad and accumulator tables rotated so the halves the next loop uses come first.
+
+        Every time the model compares is compared against a time no earlier than the CPU's
+        current clock (everything later is issued after it), so times before the clock are
+        clamped to -1: they cannot delay anything. DRAM row-buffer state depends on absolute
+        addresses and is left out; its effect shows in the measured periods."""
+        now = self.t_cpu
+        rel = [getattr(self, n) - now for n in self._SCALARS]
+        rel += [x - now for x in self.gen_prev[1:]]
+        rel += [x - now for x in self.rd_ring[self.rd_k :] + self.rd_ring[: self.rd_k]]
+        rel += [x - now for x in self.wr_ring[self.wr_k :] + self.wr_ring[: self.wr_k]]
+        for f in (0, 1):
+            rel += [self.slot_free.get((f, (self.loop_count[f] + i) % 2), 0.0) - now for i in (0, 1)]
+        for q, heap in enumerate(self.rs):
+            live = sorted(x - now for x in heap if x > now)
+            rel += live + [-1.0] * (self.cap[q] + 1 - len(live))
+        parts = [np.asarray(rel, dtype=np.float64)]
+        for t in self._tables():
+            a = np.asarray(t, dtype=np.float64) - now
+            half = len(a) // 2
+            rot = (sp_half if len(t) == len(self.w[0]) else acc_half) * half
+            parts.append(np.concatenate((a[rot:], a[:rot])) if rot else a)
+        state = np.maximum(np.concatenate(parts), -1.0)
+        counters = np.array([float(getattr(self, n)) for n in self._COUNTERS])
+        return Mark(now, state, counters, tuple(self.loop_count), self._key())
+
+    def _key(self) -> tuple:
+        """The discrete state that must repeat exactly for a steady state."""
+        return (
+            self.pend is not None,
+            self.ws,
+            self.a_t,
+            self.b_t,
+            self.a_stride,
+            self.c_stride,
+            self.prev_a_bank,
+            self.prev_feed,
+            tuple(self.configuring),
+            tuple(self.ld_stride),
+            tuple(self.ld_shrunk),
+            tuple(self.ld_bstride),
+            self.st_stride,
+            self.st_pool,
+            any(len(h) > c + 1 for h, c in zip(self.rs, self.cap, strict=True)),
+        )
+
+    def _recent_lengths(self, lo: float, hi: float) -> list[float]:
+        """Lengths inside [lo, hi) of the compute, memory-or-compute and any-busy unions, from
+        the intervals recorded last (scanned back from the end of each engine's list)."""
+
+        def recent(b: _Busy) -> list[list[float]]:
+            out = []
+            for iv in reversed(b.ivs):
+                if iv[1] < lo - (hi - lo):  # well before the window: older ones are too
+                    break
+                if iv[1] > lo and iv[0] < hi:
+                    out.append([max(iv[0], lo), min(iv[1], hi)])
+            return sorted(out)
+
+        ex, ld, st, fx = (recent(b) for b in (self.busy_ex, self.busy_ld, self.busy_st, self.busy_fixed))
+        compute = _union(ex)
+        busy = _union(compute, ld, st)
+        return [_length(compute, hi), _length(busy, hi), _length(_union(busy, fx), hi)]
+
+    def skip(self, s: Skip, sp_swap: bool = False, acc_swap: bool = False, rows: bool = True) -> None:
+        """Advance over `s.periods` periods: every pending time from the last mark on moves by
+        `s.dt`; counters and busy lengths grow by what the periods did. `sp_swap`/`acc_swap`:
+        the skipped loops leave the FSM on the other scratchpad/accumulator half, so the
+        halves' tables trade places (what `mark` compared was rotated the same way). `rows`:
+        shift the whole per-row tables (inside a loop the caller shifts only the live rows)."""
+        dt, lo = s.dt, s.since - 1.0
+        for n in self._SCALARS:
+            v = getattr(self, n)
+            if v >= lo:
+                setattr(self, n, v + dt)
+        if self.t_cpu >= lo:
+            self.t_cpu += dt
+        self.gen_prev[1:] = [x + dt if x >= lo else x for x in self.gen_prev[1:]]
+        self.rd_ring[:] = [x + dt if x >= lo else x for x in self.rd_ring]
+        self.wr_ring[:] = [x + dt if x >= lo else x for x in self.wr_ring]
+        for k, v in self.slot_free.items():
+            if v >= lo:
+                self.slot_free[k] = v + dt
+        for heap in self.rs:  # a monotone shift of the larger entries keeps the heap order
+            heap[:] = [x + dt if x >= lo else x for x in heap]
+        seen: set[int] = set()
+        for t in self._tables() if rows else ():
+            if id(t) in seen:
+                continue
+            seen.add(id(t))
+            a = np.asarray(t, dtype=np.float64)
+            a = np.where(a >= lo, a + dt, a)
+            if sp_swap if len(t) == len(self.w[0]) else acc_swap:
+                half = len(a) // 2
+                a = np.concatenate((a[half:], a[:half]))
+            t[:] = a.tolist()
+        c = s.counters
+        for i, n in enumerate(self._COUNTERS):
+            v = getattr(self, n)
+            setattr(self, n, v + (round(c[i]) if isinstance(v, int) else float(c[i])))
+        period = dt / s.periods
+        for i, v in enumerate(self._recent_lengths(s.since - period, s.since)):
+            self.extra_busy[i] += v * s.periods
+        if s.linear:
+            self.loop_count = [x + d for x, d in zip(self.loop_count, s.linear, strict=True)]
+
+    # ------------------------------------------------------------------------------------------
     # CPU-side
     # ------------------------------------------------------------------------------------------
     def idle_time(self) -> float:
@@ -779,7 +1066,9 @@ class Timing:
         compute = self.busy_ex.merged()
         busy = _union(compute, self.busy_ld.merged(), self.busy_st.merged())
         fixed = _union(busy, self.busy_fixed.merged())
-        c = round(_length(compute, end))
-        cm = round(_length(busy, end))
-        cmo = round(_length(fixed, end))
-        return {"compute": c, "memory": cm - c, "stall": self.cycles() - cmo, "overhead": cmo - cm}
+        extra = self.extra_busy
+        total = self.cycles()
+        cmo = min(total, round(_length(fixed, end) + extra[2]))
+        cm = min(cmo, round(_length(busy, end) + extra[1]))
+        c = min(cm, round(_length(compute, end) + extra[0]))
+        return {"compute": c, "memory": cm - c, "stall": total - cmo, "overhead": cmo - cm}

@@ -132,7 +132,9 @@ class PlenaTarget:
     def lower(self, inst: PlenaInstance, mapping: KnobMapping) -> Program:
         return self.kernel(inst, mapping).program
 
-    def evaluate(self, inst: PlenaInstance, mapping: KnobMapping, mode: Mode) -> Evaluation:
+    def evaluate(
+        self, inst: PlenaInstance, mapping: KnobMapping, mode: Mode, *, extrapolate: bool = True
+    ) -> Evaluation:
         t0 = time.perf_counter()
         kernel = self.kernel(inst, mapping)
         bound = lower_bound(inst.workload, inst.cfg.params)
