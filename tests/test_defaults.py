@@ -35,8 +35,7 @@ def test_golden_table_covers_every_suite_instance():
 
 
 @pytest.mark.parametrize(("target", "wid"), CASES)
-def test_default_lowers_and_times_as_the_golden_table(target, wid, monkeypatch):
-    monkeypatch.setenv("ZOMBOSS_EXTRAPOLATE", "0")  # the table pins full-simulation cycles
+def test_default_lowers_and_times_as_the_golden_table(target, wid):
     t = get_target(target)
     wl = t.workload(wid)
     inst = t.instance(wl, {}, 0)

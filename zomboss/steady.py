@@ -19,19 +19,10 @@ simulated in full, and the report says so.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 import numpy as np
-
-ENV = "ZOMBOSS_EXTRAPOLATE"
-
-
-def enabled() -> bool:
-    """Whether timing-only evaluations extrapolate: yes, unless the environment sets
-    ZOMBOSS_EXTRAPOLATE=0, which forces full simulation (what the golden table pins)."""
-    return os.environ.get(ENV, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 @dataclass(frozen=True)
@@ -63,7 +54,8 @@ class Policy:
 
     max_period: int = 4
     rtol: float = 1e-3  # relative agreement of two consecutive periods' durations
-    counter_rtol: float = 0.05  # ... and of their event counters (DRAM row misses jitter)
+    counter_rtol: float = 0.05  # ... and of their event counters (DRAM row misses jitter) ...
+    counter_atol: float = 1.0  # ... or this absolute difference (0 with counter_rtol 0: exact counters)
     state_tol: float = 2.0  # absolute agreement (cycles) of the relative state ...
     state_rtol: float = 1e-3  # ... or this fraction of the period, whichever is larger
     probe: int = 16  # iterations of a run watched before giving up on it (full simulation)
@@ -114,7 +106,7 @@ def find_period(marks: list[Mark], policy: Policy) -> int | None:
         if any(x - y != y - z for x, y, z in zip(a.linear, b.linear, c.linear, strict=True)):
             continue
         dc1, dc2 = a.counters - b.counters, b.counters - c.counters
-        if dc1.size and not np.allclose(dc1, dc2, rtol=policy.counter_rtol, atol=1.0):
+        if dc1.size and not np.allclose(dc1, dc2, rtol=policy.counter_rtol, atol=policy.counter_atol):
             continue
         return p
     return None

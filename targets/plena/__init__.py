@@ -7,7 +7,7 @@ Evaluations (`evaluate`):
   its `rtl` and `emu` cycles, counts and HBM bytes are those of the functional run. It
   extrapolates over the steady iterations of hardware loops (`simulator._Steady`; cycles
   within a fraction of a percent of the full run's, `report["steady"]` says what was
-  skipped) unless ZOMBOSS_EXTRAPOLATE=0 (`zomboss.steady.enabled`) forces full simulation.
+  skipped) unless `evaluate(..., extrapolate=False)` asks for full simulation.
 * CHECKED adds the doc's rule checker on every executed instruction (still without data).
 * VERIFIED runs functionally, timed and checked, on the instance's seed, and compares the
   output with the golden reference under both gates (PLENA's and the strict one); it also
@@ -29,7 +29,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from zomboss import steady
 from zomboss.errors import WorkloadError
 from zomboss.inputs import MAX_INSTRUCTIONS, check_budget
 from zomboss.knowledge import KB
@@ -149,7 +148,7 @@ class PlenaTarget:
         else:
             run = simulate(
                 kernel.program, inst.cfg, modes=DEFAULT_MODES, check=mode is Mode.CHECKED, functional=False,
-                extrapolate=mode is Mode.TIMING and steady.enabled(),
+                extrapolate=mode is Mode.TIMING and extrapolate,
             )  # fmt: skip
         report.update(_run_report(run))
         report["verify"] = "full" if mode is Mode.VERIFIED else "none"  # every output element, or not run

@@ -696,7 +696,9 @@ class _Run:
         )
 
 
-POLICY = steady.Policy()
+# PLENA's costs are integers and alike iterations repeat them exactly: counters must agree exactly
+# (a one-cycle or one-residue difference means the period is not yet steady).
+POLICY = steady.Policy(counter_rtol=0.0, counter_atol=0.0)
 _NO_STATE = np.zeros(0)
 _CSRS = ("scale", "stride", "v_mask")
 

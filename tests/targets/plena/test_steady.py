@@ -13,7 +13,6 @@ from zomboss.targets.plena.asm import parse_program
 from zomboss.targets.plena.builder import Copies, structure
 from zomboss.targets.plena.simulator import PlenaRun, simulate
 
-from zomboss import steady
 from zomboss.mapping import Mapping, space
 from zomboss.program import Program
 from zomboss.target import Mode
@@ -127,12 +126,10 @@ def test_functional_and_checked_runs_execute_every_instruction() -> None:
     assert simulate(program, CFG, functional=True, check=False, extrapolate=True).steady is None
 
 
-def test_full_simulation_can_be_forced(monkeypatch) -> None:
+def test_full_simulation_can_be_asked_for() -> None:
     wl = TARGET.workload("lin_60m_q")
     inst, lib = TARGET.instance(wl, {}), TARGET.reference_mappings(wl, {})["library"]
-    monkeypatch.setenv(steady.ENV, "0")
-    assert "steady" not in TARGET.evaluate(inst, lib, Mode.TIMING).report
-    monkeypatch.setenv(steady.ENV, "1")
+    assert "steady" not in TARGET.evaluate(inst, lib, Mode.TIMING, extrapolate=False).report
     assert "steady" in TARGET.evaluate(inst, lib, Mode.TIMING).report
 
 
