@@ -330,8 +330,8 @@ class _HwLoop:
 
 _NO_STEADY = frozenset({"C_BREAK", "S_ST_INT", "S_LD_INT"})
 # A loop executing fewer instructions than this is simulated: watching it for a steady state
-# (a few marks and period tests, ~0.1 ms) would cost more than running it.
-MIN_STEADY_WORK = 1024
+# (a few marks and period tests, ~0.1 ms) would cost more than running it (256: measured best).
+MIN_STEADY_WORK = 256
 
 
 def hw_loop(instrs: Sequence[Instr], start: int) -> _HwLoop | None:
@@ -740,6 +740,21 @@ class _Segment:
         self.hw: dict[int, _HwLoop | None] = {}
 
 
+def _grouping(keys: Sequence[Any], most: int = 4) -> int:
+    """The group size q <= `most` whose runs of alike groups leave the fewest copies to
+    simulate (about three groups a run, as `steady.repeat` needs two periods to measure)."""
+    best, best_cost = 1, None
+    for q in range(1, most + 1):
+        n = len(keys) // q
+        if n < 3:
+            break
+        groups = [tuple(keys[q * t : q * t + q]) for t in range(n)]
+        cost = sum(q * min(b - a, 3) for a, b in steady.runs(n, groups.__getitem__)) + len(keys) - n * q
+        if best_cost is None or cost < best_cost:
+            best, best_cost = q, cost
+    return best
+
+
 def _flatten(region: Any) -> Iterator[Instr]:
     for t in range(region.trips):
         for it in region.body(t):
@@ -827,8 +842,20 @@ class _Steady:
         steady.repeat(trips, alike, body, mark, skip, POLICY, self.report)
 
     def repeat_copies(self, rg: Any) -> None:
-        """A region of copies (`builder.Copies`, or any loop of a nest: `trips`, `body`, `alike`)."""
-        self.repeat(rg.trips, rg.alike, lambda t: self.items(_Segment(rg.body(t))), False)
+        """A region of copies (`builder.Copies`, or any loop of a nest: `trips`, `body`, `alike`).
+        When its keys alternate (an address crossing a 4 KiB boundary every other copy changes
+        how it is materialised), groups of `q` consecutive copies are the iterations."""
+        keys = [rg.alike(t) for t in range(rg.trips)]
+        q = _grouping(keys)
+        n = rg.trips // q
+
+        def body(t: int) -> None:
+            for c in range(q * t, q * t + q):
+                self.items(_Segment(rg.body(c)))
+
+        self.repeat(n, lambda t: tuple(keys[q * t : q * t + q]), body, False)
+        for c in range(n * q, rg.trips):
+            self.items(_Segment(rg.body(c)))
 
     def repeat_loop(self, seg: _Segment, lp: _HwLoop) -> None:
         """The iterations of `lp` (its C_LOOP_START has run)."""
