@@ -32,7 +32,7 @@ FAMILIES = {
     "attention": ("attention:sq=128,skv=256", "attention:sq=256,skv=256,causal=1"),
     "rope": ("rope:rows=64,head_dim=512", "rope:rows=16,head_dim=128"),
 }
-SCALE = ("linear:M=256,K=2048,N=2048", "linear:M=512,K=4096,N=4096", "linear:M=1024,K=4096,N=4096")
+SCALE = ("linear:M=64,K=4096,N=4096", "linear:M=448,K=4096,N=4096")  # legal: X and Y fit VRAM, operands < 256 MiB
 
 
 def timed(program: Program, extrapolate: bool, reps: int) -> tuple[float, PlenaRun]:

@@ -7,13 +7,14 @@ here means a lowering never spells a mnemonic or an operand order twice.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from zomboss.errors import ZombossError
-from zomboss.program import Instr, Program
+from zomboss.program import Instr, Item, Loop, Program
+from zomboss.steady import runs
 
 IMM18 = 1 << 18
 IMM22 = 1 << 22
@@ -27,34 +28,12 @@ MIN_COPIES_SPAN = 256  # instructions: a smaller region is cheaper to simulate t
 
 
 @dataclass(frozen=True, eq=False)
-class Copies:
-    """An unrolled region: `trips` copies, copy t being the items `bodies[t]` (instructions and
-    nested regions). Copies with equal `keys` are the same instructions up to the immediates
-    that set address registers, so a timing model may extrapolate over runs of them
-    (`simulator._Steady`). Its interface (`trips`, `body(t)`, `alike(t)`) is a loop nest's."""
-
-    bodies: tuple[tuple[Item, ...], ...] = field(repr=False)
-    keys: tuple[int, ...]
-
-    @property
-    def trips(self) -> int:
-        return len(self.bodies)
-
-    def body(self, t: int) -> tuple[Item, ...]:
-        return self.bodies[t]
-
-    def alike(self, t: int) -> int:
-        return self.keys[t]
-
-
-Item = Instr | Copies
-
-
-@dataclass(frozen=True, eq=False)
 class Structure:
     """What the lowering knows of the program it emitted, kept in its meta (`structure`; the
     instruction stream, and so its digest, is unchanged): the mnemonics it uses and the
-    program as a nest of instructions and unrolled regions. It describes `instrs` only: a
+    program as a nest of instructions and unrolled regions (`program.Loop`s whose copies with
+    equal keys are the same instructions up to the immediates that set address registers, so
+    a timing model may extrapolate over runs of them: `simulator._Steady`). It describes `instrs` only: a
     program rebuilt around other instructions (a test's mutation) has none (`structure`)."""
 
     instrs: tuple[Instr, ...] = field(repr=False)
@@ -76,10 +55,47 @@ def alike_key(instrs: Iterable[Instr]) -> int:
     return hash(tuple(shape))
 
 
-class Asm:
-    """Accumulates instructions; `li` materialises any 32-bit constant like PLENA's `load_large_int`."""
+def nest_ops(items: Sequence[Item]) -> set[str]:
+    """The mnemonics of a nest (one copy per run of alike copies: alike copies share them)."""
+    ops: set[str] = set()
+    for it in items:
+        if isinstance(it, Instr):
+            ops.add(it.op)
+        else:
+            for a, _ in runs(it.trips, it.alike):
+                ops |= nest_ops(it.body(a))
+    return ops
 
-    def __init__(self) -> None:
+
+def _lazy(trips: int, emit: Callable[[Asm, int], None]) -> Loop:
+    """A loop of `trips` copies of `emit`, each built when first asked for. A copy's key is
+    that of its instructions (as a region's) and, for each loop inside it, its trip count and
+    the keys of its first and last copies: a copy that differs only in the middle of a loop
+    inside it (an address materialised by one `li` instruction instead of two) counts as alike."""
+    built: dict[int, tuple[tuple[Item, ...], Hashable]] = {}
+
+    def build(i: int) -> tuple[tuple[Item, ...], Hashable]:
+        got = built.get(i)
+        if got is None:
+            sub = Asm(lazy=True)
+            emit(sub, i)
+            items = tuple(sub._items)
+            inner = tuple(
+                (it.trips, it.alike(0), it.alike(it.trips - 1)) for it in items if isinstance(it, Loop) and it.trips
+            )
+            got = built[i] = (items, (alike_key(sub.instrs), inner))
+        return got
+
+    return Loop(trips, lambda i: build(i)[0], lambda i: build(i)[1])
+
+
+class Asm:
+    """Accumulates instructions; `li` materialises any 32-bit constant like PLENA's `load_large_int`.
+    A `lazy` Asm keeps the copies of `repeat` as loops of a nest built on demand (`program.Loop`),
+    for programs too large to hold flat."""
+
+    def __init__(self, lazy: bool = False) -> None:
+        self.lazy = lazy
         self.instrs: list[Instr] = []
         self.ops: set[str] = set()
         self._items: list[Item] = []  # the item list being built (the nest's top level, or a copy)
@@ -92,14 +108,26 @@ class Asm:
         self.ops.add(op)
 
     def program(self, meta: Mapping[str, object] | None = None) -> Program:
-        """The program, with its `Structure` in the meta."""
+        """The program, with its `Structure` in the meta; a lazy Asm's is its nest (`Program.nest`)."""
+        if self.lazy:
+            return Program.from_nest("plena", self._items, meta)
         instrs = tuple(self.instrs)
         known = Structure(instrs, frozenset(self.ops), tuple(self._items))
         return Program("plena", instrs, {**dict(meta or {}), "structure": known})
 
+    def repeat(self, trips: int, emit: Callable[[Asm, int], None]) -> None:
+        """`trips` copies of `emit(asm, t)`: unrolled here as a region of copies, or, in a lazy
+        Asm, kept as a loop whose copies are built when asked for (`_lazy`)."""
+        if self.lazy and trips >= 3 and not self._open_loops:
+            self._items.append(_lazy(trips, emit))
+            return
+        for i in self.copies(range(trips)):
+            emit(self, i)
+
     def copies(self, items: Iterable[X]) -> Iterator[X]:
-        """Iterate `items`, each iteration's instructions one copy of an unrolled region
-        (`Copies`): the lowering's Python loops keep their structure for the timing model.
+        """Iterate `items`, each iteration's instructions one copy of an unrolled region (a
+        `program.Loop` in the structure): the lowering's Python loops keep their structure for
+        the timing model.
         Hardware loops may sit inside copies, not copies inside hardware loops."""
         todo = list(items)
         if len(todo) < 3 or self._open_loops:  # too short to extrapolate over; or inside a loop body
@@ -120,7 +148,7 @@ class Asm:
             return
         bounds.append(len(self.instrs))
         keys = tuple(alike_key(self.instrs[a:b]) for a, b in zip(bounds, bounds[1:], strict=False))
-        parent.append(Copies(tuple(bodies), keys))
+        parent.append(Loop(len(bodies), tuple(bodies).__getitem__, keys.__getitem__))
 
     # -- integer scalar -------------------------------------------------------
     def li(self, rd: int, value: int) -> None:

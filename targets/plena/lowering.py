@@ -30,6 +30,10 @@ from .templates import cdiv
 
 # -- linear -------------------------------------------------------------------------------------
 
+# Estimated static instructions above which a linear's program is kept as a lazily built nest
+# (`Asm(lazy=True)`): flat, it would take longer to build than its timing takes to simulate.
+LAZY_STATIC = 200_000
+
 
 def lower_linear(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
     """Y[M,N] = X[M,K]·W[K,N] (§4.3): K chunks of `k_chunk` tiles, groups of `n_block` column
@@ -46,16 +50,17 @@ def lower_linear(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
     groups = [(c, min(n_block, nt - c)) for c in range(0, nt, n_block)]
     temp = al.vram("Y_temp", geo.mlen, geo.mlen) if len(chunks) > 1 else None
     row_blocks = cdiv(mm, geo.mlen)
-    asm = Asm()
+    passes = len(chunks) * len(groups) * cdiv(row_blocks, m_block)
+    asm = Asm(lazy=passes * (4 * k_chunk * n_block + 30 * n_block * m_block) > LAZY_STATIC)
     t.load_batch(asm, geo, x_h, x, 0, (1, 2, 3, 4, 5))
     if hoist:
         t.csr_setup(asm, w_h, 1, 1, 2)
 
-    def load(ks: int, kc: int, c0: int, cn: int) -> None:
+    def load(asm: Asm, ks: int, kc: int, c0: int, cn: int) -> None:
         blocks = [(ks + i, c0 + j) for j in range(cn) for i in range(kc)]
         t.load_tiles(asm, geo, w_h, blocks, 0, 1, (1, 2, 3), setup=not hoist)
 
-    def compute(ci: int, ks: int, kc: int, c0: int, cn: int, rb: int) -> None:
+    def compute(asm: Asm, ci: int, ks: int, kc: int, c0: int, cn: int, rb: int) -> None:
         valid = min(geo.mlen, mm - rb * geo.mlen)
         for j in asm.copies(range(cn)):
             tile = y.block(rb, c0 + j, geo.mlen)
@@ -68,21 +73,21 @@ def lower_linear(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
                 rows = geo.mlen if m.sym("add_rows") == "mlen" else cdiv(valid, geo.blen) * geo.blen
                 t.block_binary(asm, geo, "V_ADD_VV", tile, tile, temp.base, rows, (1, 2, 3, 4))
 
-    def one_pass(ci: int, ks: int, kc: int, c0: int, cn: int) -> None:
+    def one_pass(asm: Asm, ci: int, g: int) -> None:
         """The loaded W tiles stay resident across m_block row blocks."""
-        for rb0 in asm.copies(range(0, row_blocks, m_block)):
-            load(ks, kc, c0, cn)
-            for rb in asm.copies(range(rb0, min(rb0 + m_block, row_blocks))):
-                compute(ci, ks, kc, c0, cn, rb)
+        (ks, kc), (c0, cn) = chunks[ci], groups[g]
+
+        def rows(asm: Asm, i: int) -> None:
+            load(asm, ks, kc, c0, cn)
+            for rb in asm.copies(range(i * m_block, min((i + 1) * m_block, row_blocks))):
+                compute(asm, ci, ks, kc, c0, cn, rb)
+
+        asm.repeat(cdiv(row_blocks, m_block), rows)
 
     if m.sym("order") == "kchunk_outer":
-        for ci, (ks, kc) in enumerate(asm.copies(chunks)):
-            for c0, cn in asm.copies(groups):
-                one_pass(ci, ks, kc, c0, cn)
+        asm.repeat(len(chunks), lambda a, ci: a.repeat(len(groups), lambda b, g: one_pass(b, ci, g)))
     else:
-        for c0, cn in asm.copies(groups):
-            for ci, (ks, kc) in enumerate(asm.copies(chunks)):
-                one_pass(ci, ks, kc, c0, cn)
+        asm.repeat(len(groups), lambda a, g: a.repeat(len(chunks), lambda b, ci: one_pass(b, ci, g)))
     return Kernel(asm.program({"op": "linear", "source": "lowering"}), al.layout(y, {t.FP_ZERO: 0.0}))
 
 

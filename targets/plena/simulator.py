@@ -31,7 +31,7 @@ import numpy as np
 from zomboss.targets.plena import hbm as H
 from zomboss.targets.plena import sem_control, sem_dma, sem_matrix, sem_scalar, sem_vector
 from zomboss.targets.plena import timing as T
-from zomboss.targets.plena.builder import Item, structure
+from zomboss.targets.plena.builder import nest_ops, structure
 from zomboss.targets.plena.machine import DOC as DOC  # re-exported: the simulator's doc and machine
 from zomboss.targets.plena.machine import MASK32, Fault, Machine, PlenaConfig, Runner, Semantics
 from zomboss.targets.plena.numerics import bf16_bits_scalar, bf16_round, fp16_then_bf16
@@ -42,7 +42,7 @@ from zomboss.errors import IllegalProgram, ZombossError
 from zomboss.inputs import over_budget
 from zomboss.knowledge import KB
 from zomboss.legality import Checker, Violation
-from zomboss.program import Instr, Program
+from zomboss.program import Instr, Item, Program
 
 BREAKDOWN = ("compute", "memory", "stall", "overhead")
 
@@ -189,7 +189,12 @@ def needs_data(program: Program, kb: KB, check: bool) -> bool:
     or trip counts (INT SRAM written from data and loaded into a register), or when a doc
     rule reads an FP register's contents (no rule of plena.md does today)."""
     known = structure(program)
-    ops = known.ops if known is not None else {i.op for i in program.instrs}
+    if known is not None:
+        ops: set[str] | frozenset[str] = known.ops
+    elif program.nest is not None:
+        ops = nest_ops(program.nest)
+    else:
+        ops = {i.op for i in program.instrs}
     if ops & sem_vector.WRITES_DATA_TO_INT_SRAM and "S_LD_INT" in ops:
         return True
     return check and _shared(kb).rules_read_fp
@@ -420,7 +425,7 @@ class _Run:
         self.m = Machine(cfg, hbm)
         self.instrs = program.instrs
         known = structure(program)
-        self.nest: Sequence[Item] | None = known.nest if known is not None else None
+        self.nest: Sequence[Item] | None = program.nest if known is None else known.nest
         shared = _shared(kb)
         probing = "rtl" in self.modes
         self._shared, self._probing = shared, probing
@@ -842,7 +847,7 @@ class _Steady:
         steady.repeat(trips, alike, body, mark, skip, POLICY, self.report)
 
     def repeat_copies(self, rg: Any) -> None:
-        """A region of copies (`builder.Copies`, or any loop of a nest: `trips`, `body`, `alike`).
+        """A loop of the nest: an unrolled region of copies, or a lazily built loop.
         When its keys alternate (an address crossing a 4 KiB boundary every other copy changes
         how it is materialised), groups of `q` consecutive copies are the iterations."""
         keys = [rg.alike(t) for t in range(rg.trips)]

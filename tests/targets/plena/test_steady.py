@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from zomboss.targets.plena import TARGET
 from zomboss.targets.plena.asm import parse_program
-from zomboss.targets.plena.builder import Copies, structure
+from zomboss.targets.plena.builder import structure
 from zomboss.targets.plena.simulator import PlenaRun, simulate
 
 from zomboss.mapping import Mapping, space
-from zomboss.program import Program
+from zomboss.program import Loop, Program
 from zomboss.target import Mode
 
 KB = TARGET.kb({})
@@ -138,7 +138,7 @@ def test_the_lowerings_structure_describes_only_its_own_instructions() -> None:
     program = TARGET.lower(TARGET.instance(wl, {}), TARGET.reference_mappings(wl, {})["library"])
     known = structure(program)
     assert known is not None and known.ops == {i.op for i in program.instrs}
-    assert any(isinstance(it, Copies) for it in known.nest)
+    assert any(isinstance(it, Loop) for it in known.nest)
     rebuilt = Program("plena", program.instrs[:-1], program.meta)  # a mutation keeping the meta
     assert structure(rebuilt) is None
 
@@ -216,3 +216,27 @@ def test_extrapolation_never_reorders_candidates_more_than_two_percent_apart(op:
     fa, fb = a[0].cycles["rtl"], b[0].cycles["rtl"]
     if abs(fa - fb) > 0.02 * min(fa, fb):
         assert (fa < fb) == (a[1].cycles["rtl"] < b[1].cycles["rtl"])
+
+
+# ---- lazily built nests (large linears) ------------------------------------------------------------
+
+
+@settings(max_examples=8, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_a_lazily_built_linear_is_the_flat_one(data: st.DataObject) -> None:
+    """Above LAZY_STATIC the linear lowering keeps its nest lazily (`program.Loop`): the same
+    instruction stream, and extrapolated cycles within 1% of the flat program's full run."""
+    from zomboss.targets.plena import lowering
+
+    wl = TARGET.workload(data.draw(SHAPES["linear"], label="workload"))
+    m = _draw_mapping(data, "linear", dict(wl.shape))
+    flat = lowering.lower(KB, m, wl).program
+    old, lowering.LAZY_STATIC = lowering.LAZY_STATIC, 0
+    try:
+        lazy = lowering.lower(KB, m, wl).program
+    finally:
+        lowering.LAZY_STATIC = old
+    assert lazy.nest is not None and (lazy.digest(), len(lazy)) == (flat.digest(), len(flat))
+    full = simulate(flat, CFG, check=False, functional=False)
+    ext = simulate(lazy, CFG, check=False, functional=False, extrapolate=True)
+    assert error(full, ext) < TOLERANCE and ext.instructions == full.instructions
