@@ -15,17 +15,11 @@ import random
 import statistics
 import time
 
-import numpy as np
 from zomboss.solvers.candidates import build_pool
 from zomboss.solvers.enumerate import skeletons
+from zomboss.solvers.ranking import spearman
 
 from zomboss.target import Mode, get_target, target_names
-
-
-def spearman(xs: list[float], ys: list[float]) -> float:
-    rx = np.argsort(np.argsort(xs, kind="stable"), kind="stable")
-    ry = np.argsort(np.argsort(ys, kind="stable"), kind="stable")
-    return float(np.corrcoef(rx, ry)[0, 1]) if len(xs) > 2 else float("nan")
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ from zomboss.solvers.sizing import SizingModel, relevant_symbolic
 from zomboss import expr as ex
 from zomboss.knowledge import KB
 from zomboss.mapping import Mapping as KnobMapping
-from zomboss.mapping import Space, space
+from zomboss.mapping import Space, iter_knob_edits, space
 
 
 @dataclass(frozen=True)
@@ -137,11 +137,49 @@ def build_pool(
             continue
         c.sizings = [first.values]
         c.sizings += _more(model, est.expr if est else None, first.values, k - 1, time_limit)
+        if est is not None and not first.optimal:
+            c.sizings = _dedup([polish(kb, sp, shape, c.members[0], v) for v in c.sizings])
         if bnd is not None:
             low = model.solve(bnd.expr, time_limit)
             c.bound = None if low is None else low.bound
     t2 = time.perf_counter()
     return Pool(sp, dict(shape), list(classes.values()), len(sks), {"enumerate": t1 - t0, "size": t2 - t1}, near)
+
+
+def polish(
+    kb: KB, sp: Space, shape: Mapping[str, int], skeleton: Mapping[str, str], sizes: Mapping[str, int], steps: int = 40
+) -> dict[str, int]:
+    """Greedy descent of the doc's estimate over legal single-knob edits of the integer knobs.
+
+    CP-SAT stops at its time limit on the nonlinear estimates (bank conflicts, tile loads) often
+    far from the optimum of a class; these edits (the ones the guides refine by) are evaluated in
+    Python in microseconds, so a sizing CP-SAT left short is finished here."""
+    integer = {k.name for k in sp.integer}
+    cur = sp.from_skeleton(skeleton, sizes, shape)
+    best = sp.cost("estimate", cur, shape)
+    assert best is not None
+    for _ in range(steps):
+        step: tuple[int, KnobMapping] | None = None
+        for name, value in iter_knob_edits(sp, cur, shape):
+            if name not in integer:
+                continue
+            m = sp.mapping({**cur.as_dict(), name: value}, shape)
+            e = sp.cost("estimate", m, shape)
+            if e is not None and e < (step[0] if step else best) and not sp.violations(kb, m, shape):
+                step = (e, m)
+        if step is None:
+            break
+        best, cur = step
+    vals = cur.as_dict()
+    return {k.name: int(vals[k.name]) for k in sp.integer}
+
+
+def _dedup(sizings: list[dict[str, int]]) -> list[dict[str, int]]:
+    out: list[dict[str, int]] = []
+    for s in sizings:
+        if s not in out:
+            out.append(s)
+    return out
 
 
 def _more(

@@ -46,7 +46,7 @@ class SolveConfig:
     min_gain: float = 0.001
     batch: int = 4
     k: int = 1  # sizings per cost class
-    pool_seconds: float = 8.0
+    pool_seconds: float = 20.0  # CP-SAT + polish time for the pool (classes nearest Candidate-0 first)
     guide_options: dict[str, Any] = field(default_factory=dict)
 
 

@@ -6,6 +6,8 @@ simulated with every rule checked and verified against NumPy. Nothing here knows
 
 from __future__ import annotations
 
+from zomboss.errors import ZombossError
+from zomboss.inputs import MAX_INSTRUCTIONS, TooLargeToVerify
 from zomboss.mapping import Mapping
 from zomboss.results import KernelResult
 from zomboss.target import Evaluation, Mode, Params, Target
@@ -49,11 +51,40 @@ def kernel_result(
     )
 
 
-def default_result(t: Target, wl: Workload, params: Params) -> KernelResult:
-    """Candidate-0 of `wl`, verified."""
+VERIFY = ("auto", "full", "none")
+MAX_VERIFIED_INSTRUCTIONS = MAX_INSTRUCTIONS  # what `auto` still verifies functionally
+
+
+def default_result(t: Target, wl: Workload, params: Params, verify: str = "full") -> KernelResult:
+    """Candidate-0 of `wl`: verified (`full`), timed only (`none`), or `auto`: verified unless
+    its operands are too large to allocate or its timing-only run executes more than
+    MAX_VERIFIED_INSTRUCTIONS (then timed only, and the result says why)."""
+    if verify not in VERIFY:
+        raise ZombossError(f"--verify {verify!r}: expected one of {', '.join(VERIFY)}")
     inst = t.instance(wl, params, seed=0)
-    ev = t.evaluate(inst, library_default(t, wl, params), Mode.VERIFIED)
+    m = library_default(t, wl, params)
+    reason = None
+    if verify != "full":
+        timed = t.evaluate(inst, m, Mode.TIMING)
+        if verify == "none":
+            reason = "timing only (--verify none)"
+        elif timed.instructions > MAX_VERIFIED_INSTRUCTIONS:
+            reason = (
+                f"timing only: {timed.instructions:,} executed instructions, more than the "
+                f"{MAX_VERIFIED_INSTRUCTIONS:,} --verify auto simulates functionally (--verify full does)"
+            )
+    if reason is None:
+        try:
+            ev = t.evaluate(inst, m, Mode.VERIFIED)
+        except TooLargeToVerify as e:
+            if verify == "full":
+                raise
+            ev, reason = timed, f"timing only: {e}"
+    else:
+        ev = timed
     seeds = ev.report.get("verified_seeds") or [ev.seed]  # a target may verify more seeds than the one asked for
-    return kernel_result(
-        t, wl, ev, params, default_cycles=ev.cycles, simulations=len(seeds), extra={"candidate": "library"}
-    )
+    extra: dict[str, object] = {"candidate": "library", "verify": "none" if reason else "full"}
+    if reason:
+        extra["verify_reason"] = reason
+    sims = len(seeds) if not reason else 1
+    return kernel_result(t, wl, ev, params, default_cycles=ev.cycles, simulations=sims, extra=extra)

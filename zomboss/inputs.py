@@ -19,7 +19,8 @@ from zomboss.errors import WorkloadError, ZombossError
 MAX_INPUT_BYTES = 256 << 20  # a program, mapping or sidecar file larger than this is refused
 MAX_JSON_DEPTH = 64  # nesting a JSON input may have
 MAX_INSTRUCTIONS = 20_000_000  # default budget of executed instructions (kb check, simulate: --max-instructions)
-MAX_WORKLOAD_BYTES = 256 << 20  # the operands (inputs, intermediates, output) of one workload, in bytes
+MAX_WORKLOAD_BYTES = 256 << 20  # the operands (inputs, intermediates, output) a verified workload may have
+MAX_TIMED_BYTES = 64 << 30  # ... and one that is only placed and timed (no memory is allocated for it)
 
 
 class LimitError(ZombossError):
@@ -87,13 +88,24 @@ def over_budget(path: str, what: str, budget: int) -> LimitError:
     )
 
 
-def check_workload_bytes(name: str, nbytes: int) -> None:
+class TooLargeToVerify(WorkloadError):
+    """A workload that can be placed and timed but whose operands are too large to allocate."""
+
+
+def check_workload_bytes(name: str, nbytes: int, *, timed_only: bool = False) -> None:
     """Refuse a workload whose operands would take more than MAX_WORKLOAD_BYTES, before any
-    of them is allocated."""
-    if nbytes > MAX_WORKLOAD_BYTES:
-        raise WorkloadError(
+    of them is allocated; `timed_only`: the placement of one that is only timed (nothing
+    allocated), up to MAX_TIMED_BYTES."""
+    if timed_only:
+        if nbytes > MAX_TIMED_BYTES:
+            raise WorkloadError(
+                f"{name}: its operands take {_size(nbytes)}, more than the {MAX_TIMED_BYTES >> 30} GiB "
+                "a workload may have even to be timed (docs/archdoc.md, Limits)"
+            )
+    elif nbytes > MAX_WORKLOAD_BYTES:
+        raise TooLargeToVerify(
             f"{name}: its operands take {_size(nbytes)}, more than the {MAX_WORKLOAD_BYTES >> 20} MiB "
-            "a workload may have (docs/archdoc.md, Limits)"
+            "a workload may have (docs/archdoc.md, Limits); it can be timed only (--verify none)"
         )
 
 

@@ -346,7 +346,7 @@ class Space:
         if c is None:
             return None
         env = self._env(m.as_dict(), shape)
-        v = ex.compile_python(c.expr, lambda n: n in env, lambda n: n.lower() in self.symbols)(env)
+        v = self._compiled(c.expr, env)(env)  # compiled once: guides and the sizing polish call this in loops
         assert isinstance(v, int)
         return v
 

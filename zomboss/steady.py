@@ -52,13 +52,13 @@ class Skip:
 class Policy:
     """When a regime counts as steady."""
 
-    max_period: int = 4
+    max_period: int = 8
     rtol: float = 1e-3  # relative agreement of two consecutive periods' durations
     counter_rtol: float = 0.05  # ... and of their event counters (DRAM row misses jitter) ...
     counter_atol: float = 1.0  # ... or this absolute difference (0 with counter_rtol 0: exact counters)
     state_tol: float = 2.0  # absolute agreement (cycles) of the relative state ...
     state_rtol: float = 1e-3  # ... or this fraction of the period, whichever is larger
-    probe: int = 16  # iterations of a run watched before giving up on it (full simulation)
+    probe: int = 40  # iterations of a run watched before giving up on it (full simulation)
     min_skip: int = 1  # skip only when at least this many whole periods remain
 
 

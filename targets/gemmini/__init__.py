@@ -204,7 +204,11 @@ class GemminiTarget:
             raise SidecarError(f"{side}: 'buffers' must map operand names to integer addresses") from None
         if got != want:
             raise SidecarError(f"{side}: buffers {got} differ from the placement of {wl.id} ({want})")
-        sim = simulate(program, cfg, inst.dram(), functional=True, timing=True, max_instructions=budget)
+        try:
+            dram = inst.dram()  # the operands' size is checked before they are allocated
+        except WorkloadError as e:
+            raise WorkloadError(f"{side}: {e}") from None
+        sim = simulate(program, cfg, dram, functional=True, timing=True, max_instructions=budget)
         assert sim.dram is not None
         return KernelResult(
             target=self.name,

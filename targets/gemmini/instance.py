@@ -123,7 +123,7 @@ def build_instance(wl: Workload, cfg: GemminiConfig, params: Mapping[str, int], 
         nbytes = nb * h * w * c + r * s * c * k + 4 * k + nb * oh * ow * k + (1 << 16)
     else:
         raise WorkloadError(f"{wl.id}: Gemmini has no kernels for op {wl.op!r} (ops: matmul, conv)")
-    check_workload_bytes(wl.id, nbytes)  # before anything is allocated
+    check_workload_bytes(wl.id, nbytes, timed_only=True)  # placement only; `_data` checks before allocating
     out_addr = bufs.c if isinstance(bufs, MatmulBuffers) else bufs.output
     return GemminiInstance(wl, dict(params), seed, cfg, bufs, scale, out_addr, out_shape, tuple(sizes), nbytes)
 
@@ -131,6 +131,7 @@ def build_instance(wl: Workload, cfg: GemminiConfig, params: Mapping[str, int], 
 def _data(inst: GemminiInstance) -> InstanceData:
     """Random inputs for the instance's seed, written at its placement, and the reference."""
     wl = inst.workload
+    check_workload_bytes(wl.id, inst._dram_bytes)  # before anything is allocated
     rng = np.random.default_rng(inst.seed)
     relu = bool(wl.shape.get("relu", 0))
     if wl.op == "matmul":

@@ -51,7 +51,8 @@ def run(
 ) -> Run:
     """Lower `mapping` for the instance (IllegalMapping if it breaks a constraint) and simulate it
     on the preset's platform (UnsupportedOnRtl if its RTL cannot run the mapping's loops).
-    TIMING runs extrapolate steady loop periods unless `extrapolate` is off."""
+    TIMING runs extrapolate steady loop periods, CHECKED runs those inside hardware loops
+    whose commands the checker vouched for at once, unless `extrapolate` is off."""
     t0 = time.perf_counter()
     check_mapping(mapping, get_preset(preset).rtl)  # e.g. pinned halves on an RTL without spad ids
     program = lower(mapping, inst.workload, inst.buffers, inst.cfg)
@@ -65,7 +66,7 @@ def run(
         timing=True,
         preset=preset,
         check=mode is not Mode.TIMING,
-        extrapolate=extrapolate and mode is Mode.TIMING,
+        extrapolate=extrapolate and mode is not Mode.VERIFIED,
     )
     verified = inst.verify(sim.dram) if functional and sim.dram is not None else None
     return Run(program, sim, verified, time.perf_counter() - t0)

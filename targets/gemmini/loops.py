@@ -26,11 +26,13 @@ from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
 from zomboss.targets.gemmini.config import GemminiConfig
 from zomboss.targets.gemmini.isa import GARBAGE, IS_ACC, acc_addr, operands
 from zomboss.targets.gemmini.numerics import ONE_F32_BITS
 
 from zomboss.errors import ZombossError
+from zomboss.legality import Block
 from zomboss.program import Instr
 
 # Generators (who issues a command): the CPU, or one of the loop FSM's generators.
@@ -79,6 +81,57 @@ class Expansion:
         """(instruction, generator, gate) per command."""
         for op, args, gen, gate in self.args():
             yield Instr(op, args, line), gen, gate
+
+    def block(self, line: int = 0) -> Block | None:
+        """The commands as one `legality.Block`, for the rule checker to check at once (None:
+        operands beyond int64). The template's layout is built once; only the relocated
+        first operands (DRAM addresses) differ between the loops that share it."""
+        layout = _block_layout(self.entries)
+        if layout is None or max(self.bases) >= _MAX_BASE or min(self.bases) < 0:
+            return None
+        bases = np.array((0, *self.bases), dtype=np.int64)
+        groups = []
+        for op, pos, args, reloc in layout:
+            if reloc is not None:
+                args = args.copy()
+                args[:, 0] += bases[reloc]
+            groups.append((op, pos, args))
+        varying = tuple(frozenset() if reloc is None else frozenset({0}) for _, _, _, reloc in layout)
+        return Block(len(self.entries), tuple(groups), line, self.entries, varying)
+
+
+_MAX_BASE = 1 << 60  # relocated operands stay far inside int64
+_Layout = tuple[tuple[str, np.ndarray, np.ndarray, np.ndarray | None], ...]  # op, positions, args, reloc
+_LAYOUTS: OrderedDict[int, tuple[tuple[Entry, ...], _Layout | None]] = OrderedDict()
+
+
+def _block_layout(entries: tuple[Entry, ...]) -> _Layout | None:
+    """Per mnemonic of a template: its positions, operands and relocation slots (None where
+    no operand relocates), cached while the template is (keyed by identity)."""
+    hit = _LAYOUTS.get(id(entries))
+    if hit is not None and hit[0] is entries:
+        _LAYOUTS.move_to_end(id(entries))
+        return hit[1]
+    rows: dict[str, tuple[list[int], list[tuple[int, ...]], list[int]]] = {}
+    for i, (op, args, _gen, _gate, reloc) in enumerate(entries):
+        pos, ops, rel = rows.setdefault(op, ([], [], []))
+        pos.append(i)
+        ops.append(args)
+        rel.append(reloc)
+    layout: _Layout | None
+    try:
+        layout = tuple(
+            (op, np.array(pos), np.array(ops, dtype=np.int64), np.array(rel) if any(rel) else None)
+            for op, (pos, ops, rel) in rows.items()
+        )
+        if any(len(a) and np.abs(a[:, 0]).max() >= _MAX_BASE for _, _, a, _ in layout):
+            layout = None
+    except (OverflowError, ValueError):
+        layout = None
+    _LAYOUTS[id(entries)] = (entries, layout)
+    if len(_LAYOUTS) > 2 * _WS_TEMPLATES.size:
+        _LAYOUTS.popitem(last=False)
+    return layout
 
 
 def _timing_shape(e: Entry, start: int, row_mask: int) -> tuple:

@@ -78,7 +78,12 @@ class _Run:
         self.counts: Counter[str] = Counter()
         self.st_scale_bits = ONE_F32_BITS
         # steady-state extrapolation over the lowering's loop nest: timing-only runs only
-        self.extrapolating = bool(extrapolate) and self.tm is not None and self.machine is None and self.checker is None
+        # A skipped nest iteration is never executed, so only runs without the rule checker skip
+        # them; a skipped FSM group inside a loop the checker vouched for (`Checker.block`)
+        # has been checked, so checked runs may extrapolate the loops' timing.
+        timed_only = bool(extrapolate) and self.tm is not None and self.machine is None
+        self.extrapolating = timed_only and self.checker is None
+        self.extrapolating_loops = timed_only
         self.policy = steady.Policy()
         self.steady = steady.Report()  # over the program's loop nest
         self.steady_loops = steady.Report()  # over the FSM loops inside loop_ws / loop_conv_ws
@@ -105,9 +110,11 @@ class _Run:
         tm, machine, checker, counts = self.tm, self.machine, self.checker, self.counts
         for e in exp.entries:
             counts[e[0]] += 1
+        if checker is not None and (blk := exp.block(line)) is not None and checker.block(blk):
+            checker = None  # every command checked (and legal) at once; else one by one below
         if machine is None and checker is None:
             if tm is not None:
-                ext = (self.policy, self.steady_loops) if self.extrapolating else None
+                ext = (self.policy, self.steady_loops) if self.extrapolating_loops else None
                 tm.run_loop(fsm, t_run, exp.entries, exp.bases, exp.segments, ext)
             return
         if tm is not None:
@@ -250,7 +257,7 @@ def simulate(
         rd, wr = int(stats["rd_bytes"]), int(stats["wr_bytes"])
     stats["instructions"] = sum(run.counts.values())
     stats["checked"] = run.checker is not None
-    if run.extrapolating:
+    if run.extrapolating_loops:
         stats["extrapolation"] = {"nest": run.steady.to_json(), "loops": run.steady_loops.to_json()}
     return SimResult(
         cycles=run.tm.cycles() if run.tm is not None else 0,

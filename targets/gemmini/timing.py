@@ -474,9 +474,13 @@ class Timing:
             period = (sk.iterations // sk.periods) * length
             dtp = sk.dt / sk.periods
             iss = lr.issued
-            first = len(iss)
-            for e in range(sk.iterations * length):  # issue times of the skipped commands
-                iss.append(iss[first + e - period] + dtp)
+            n = sk.iterations * length
+            # Issue times of the skipped commands: later commands gate only on their own group
+            # or on commands after the run (a store on the last compute of its tile), so only
+            # the last skipped period is needed exactly.
+            last = [x + dtp * sk.periods for x in iss[len(iss) - period :]]
+            iss.extend(last[:1] * (n - period))
+            iss.extend(last)
             self._shift_recent(lr, start + at[0] * length, sk.dt, sk.since - 1.0)
             self.skip(sk, rows=False)
             lr.top += sk.dt
@@ -545,7 +549,8 @@ class Timing:
             local, cols, rows = args[1], args[2], args[3]
             lo = local & mask
             blocks = -(-cols // dim)
-            span = (blocks - 1) * max(self.ld_bstride + [dim]) + max(rows, 1)
+            stride = dim if op == "mvout" else self.ld_bstride[("mvin", "mvin2", "mvin3").index(op)]
+            span = (blocks - 1) * stride + max(rows, 1)
             if op == "mvout":
                 span = max(span, self.st_pool[1] * self.st_pool[2])
             out.append((1 if local & IS_ACC else 0, lo, lo + span))

@@ -117,3 +117,20 @@ def test_kb_check_reads_the_mapping_default_prints(tmp_path, capsys):
     flat.write_text(json.dumps({"workload": "mm256", "mapping": m["knobs"]}))
     assert main(["kb", "check", "gemmini", str(flat)]) == 2
     assert "the form `zomboss default --json` prints" in capsys.readouterr().err
+
+
+def test_default_verify_none_times_only_and_says_so(capsys):
+    assert main(["default", "gemmini", "mm256", "--verify", "none", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["verified"] is None and d["verify"] == "none" and "timing only" in d["verify_reason"]
+    assert d["cycles"] > 0 and "extrapolation" in d
+
+
+def test_default_verify_auto_verifies_what_it_can_and_times_the_rest(capsys, monkeypatch):
+    assert main(["default", "gemmini", "mm256", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["verified"] is True and d["verify"] == "full"
+    monkeypatch.setattr("zomboss.candidate.MAX_VERIFIED_INSTRUCTIONS", 1000)
+    assert main(["default", "gemmini", "mm256", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["verified"] is None and d["verify"] == "none" and "more than the 1,000" in d["verify_reason"]

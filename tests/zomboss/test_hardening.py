@@ -505,7 +505,7 @@ def test_huge_workloads_are_refused_by_size(target, spec, capsys):
     import tracemalloc
 
     tracemalloc.start()
-    assert main(["default", target, spec]) == 2
+    assert main(["default", target, spec, "--verify", "full"]) == 2
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     assert peak < 64 << 20
@@ -525,7 +525,13 @@ def test_sidecars_naming_huge_workloads_are_refused_by_size(tmp_path, capsys):
     side = json.loads((tmp_path / "g.asm.json").read_text())
     side["workload"] = "matmul:M=20000,N=20000,K=20000"
     (tmp_path / "g.asm.json").write_text(json.dumps(side))
-    assert main(["simulate", "gemmini", str(tmp_path / "g.asm")]) == 2
+    assert main(["simulate", "gemmini", str(tmp_path / "g.asm")]) == 2  # (placed, then its buffers differ)
+    assert capsys.readouterr().err.startswith(f"zomboss: {tmp_path / 'g.asm.json'}: buffers")
+    side["buffers"] = (
+        get_target("gemmini").instance(get_target("gemmini").workload(side["workload"]), {}).buffers.__dict__
+    )
+    (tmp_path / "g.asm.json").write_text(json.dumps(side))
+    assert main(["simulate", "gemmini", str(tmp_path / "g.asm")]) == 2  # matching buffers: refused by size
     assert capsys.readouterr().err.startswith(f"zomboss: {tmp_path / 'g.asm.json'}: matmul:M=20000")
 
 

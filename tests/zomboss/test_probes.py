@@ -404,14 +404,14 @@ PROBES: list[Probe] = [
     Probe(
         3,
         "default gemmini on a 20000^3 matmul",
-        lambda f: ["default", "gemmini", "matmul:M=20000,N=20000,K=20000"],
+        lambda f: ["default", "gemmini", "matmul:M=20000,N=20000,K=20000", "--verify", "full"],
         (2,),
         r"(MiB|bytes|limit)",
     ),
     Probe(
         3,
         "default plena on a 19968^3 linear",
-        lambda f: ["default", "plena", "linear:M=19968,K=19968,N=19968"],
+        lambda f: ["default", "plena", "linear:M=19968,K=19968,N=19968", "--verify", "full"],
         (2,),
         r"GiB, more than the 256 MiB",
     ),
