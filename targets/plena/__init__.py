@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from zomboss.errors import WorkloadError
-from zomboss.inputs import MAX_INSTRUCTIONS, check_budget
+from zomboss.inputs import MAX_INSTRUCTIONS, check_budget, check_workload_bytes
 from zomboss.knowledge import KB
 from zomboss.mapping import Mapping as KnobMapping
 from zomboss.program import Instr, Program
@@ -46,7 +46,7 @@ from .lowering import lower
 from .mapping import library_default
 from .simulator import DOC, PlenaConfig, PlenaRun, min_executed, simulate
 from .simulator import trace as sim_trace
-from .suite import SCHEMAS, SUITE, check_shape, workload
+from .suite import SCHEMAS, SUITE, check_shape, data_bytes, workload
 from .timing import DEFAULT_MODES
 from .verify import PLENA_ATOL, PLENA_MIN_RATE, STRICT_STD, PlenaInstance, Verification, output_diff, verify
 
@@ -135,6 +135,8 @@ class PlenaTarget:
         self, inst: PlenaInstance, mapping: KnobMapping, mode: Mode, *, extrapolate: bool = True
     ) -> Evaluation:
         t0 = time.perf_counter()
+        if mode is Mode.VERIFIED:  # refuse what cannot be allocated before lowering it (TooLargeToVerify)
+            check_workload_bytes(inst.workload.id or inst.workload.op, data_bytes(inst.workload))
         kernel = self.kernel(inst, mapping)
         bound = lower_bound(inst.workload, inst.cfg.params)
         report: dict[str, Any] = {"static_instructions": len(kernel.program), "bound": _bound_json(bound)}
@@ -218,6 +220,7 @@ class PlenaTarget:
         seed = int(meta.get("seed", 0))  # the direct-generation baseline asks for unseen seeds
         try:
             inst = self.instance(wl, params, seed)
+            check_workload_bytes(wl.id or wl.op, data_bytes(wl))  # it is verified: before allocating
         except WorkloadError as e:
             raise WorkloadError(f"{side}: {e}") from None
         others = [self.instance(wl, params, seed + i) for i in range(1, self.extra_seeds + 1)]
