@@ -54,7 +54,8 @@ class Policy:
 
     max_period: int = 8
     rtol: float = 1e-3  # relative agreement of two consecutive periods' durations
-    counter_rtol: float = 0.05  # ... and of their event counters (DRAM row misses jitter)
+    counter_rtol: float = 0.05  # ... and of their event counters (DRAM row misses jitter) ...
+    counter_atol: float = 1.0  # ... or this absolute difference (0 with counter_rtol 0: exact counters)
     state_tol: float = 2.0  # absolute agreement (cycles) of the relative state ...
     state_rtol: float = 1e-3  # ... or this fraction of the period, whichever is larger
     probe: int = 40  # iterations of a run watched before giving up on it (full simulation)
@@ -105,7 +106,7 @@ def find_period(marks: list[Mark], policy: Policy) -> int | None:
         if any(x - y != y - z for x, y, z in zip(a.linear, b.linear, c.linear, strict=True)):
             continue
         dc1, dc2 = a.counters - b.counters, b.counters - c.counters
-        if dc1.size and not np.allclose(dc1, dc2, rtol=policy.counter_rtol, atol=1.0):
+        if dc1.size and not np.allclose(dc1, dc2, rtol=policy.counter_rtol, atol=policy.counter_atol):
             continue
         return p
     return None

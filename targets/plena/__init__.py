@@ -4,7 +4,10 @@ mappings, the three evaluation modes, program files and assembly export.
 Evaluations (`evaluate`):
 * TIMING runs the simulator timing-only: no data moves and nothing is computed, only the
   registers, CSRs, loop counters and DMA addresses that costs and control flow depend on;
-  its `rtl` and `emu` cycles, counts and HBM bytes are those of the functional run.
+  its `rtl` and `emu` cycles, counts and HBM bytes are those of the functional run. It
+  extrapolates over the steady iterations of hardware loops (`simulator._Steady`; cycles
+  within a fraction of a percent of the full run's, `report["steady"]` says what was
+  skipped) unless `evaluate(..., extrapolate=False)` asks for full simulation.
 * CHECKED adds the doc's rule checker on every executed instruction (still without data).
 * VERIFIED runs functionally, timed and checked, on the instance's seed, and compares the
   output with the golden reference under both gates (PLENA's and the strict one); it also
@@ -27,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from zomboss.errors import WorkloadError
-from zomboss.inputs import MAX_INSTRUCTIONS, check_budget
+from zomboss.inputs import MAX_INSTRUCTIONS, check_budget, check_workload_bytes
 from zomboss.knowledge import KB
 from zomboss.mapping import Mapping as KnobMapping
 from zomboss.program import Instr, Program
@@ -43,7 +46,7 @@ from .lowering import lower
 from .mapping import library_default
 from .simulator import DOC, PlenaConfig, PlenaRun, min_executed, simulate
 from .simulator import trace as sim_trace
-from .suite import SCHEMAS, SUITE, check_shape, workload
+from .suite import SCHEMAS, SUITE, check_shape, data_bytes, workload
 from .timing import DEFAULT_MODES
 from .verify import PLENA_ATOL, PLENA_MIN_RATE, STRICT_STD, PlenaInstance, Verification, output_diff, verify
 
@@ -132,6 +135,8 @@ class PlenaTarget:
         self, inst: PlenaInstance, mapping: KnobMapping, mode: Mode, *, extrapolate: bool = True
     ) -> Evaluation:
         t0 = time.perf_counter()
+        if mode is Mode.VERIFIED:  # refuse what cannot be allocated before lowering it (TooLargeToVerify)
+            check_workload_bytes(inst.workload.id or inst.workload.op, data_bytes(inst.workload))
         kernel = self.kernel(inst, mapping)
         bound = lower_bound(inst.workload, inst.cfg.params)
         report: dict[str, Any] = {"static_instructions": len(kernel.program), "bound": _bound_json(bound)}
@@ -143,8 +148,12 @@ class PlenaTarget:
             run, verified = ver.run, ver.verified
             report.update(_gates(ver))
         else:
-            run = simulate(kernel.program, inst.cfg, modes=DEFAULT_MODES, check=mode is Mode.CHECKED, functional=False)
+            run = simulate(
+                kernel.program, inst.cfg, modes=DEFAULT_MODES, check=mode is Mode.CHECKED, functional=False,
+                extrapolate=mode is Mode.TIMING and extrapolate,
+            )  # fmt: skip
         report.update(_run_report(run))
+        report["verify"] = "full" if mode is Mode.VERIFIED else "none"  # every output element, or not run
         return Evaluation(
             target=self.name,
             workload=inst.workload.id,
@@ -211,6 +220,7 @@ class PlenaTarget:
         seed = int(meta.get("seed", 0))  # the direct-generation baseline asks for unseen seeds
         try:
             inst = self.instance(wl, params, seed)
+            check_workload_bytes(wl.id or wl.op, data_bytes(wl))  # it is verified: before allocating
         except WorkloadError as e:
             raise WorkloadError(f"{side}: {e}") from None
         others = [self.instance(wl, params, seed + i) for i in range(1, self.extra_seeds + 1)]
@@ -292,6 +302,7 @@ def _run_report(run: PlenaRun) -> dict[str, Any]:
         "hbm_read_bytes": run.hbm_read_bytes,
         "hbm_write_bytes": run.hbm_write_bytes,
         "sim_wall_s": round(run.wall_s, 3),
+        **({"steady": dict(run.steady)} if run.steady is not None else {}),
     }
 
 

@@ -7,27 +7,148 @@ here means a lowering never spells a mnemonic or an operand order twice.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TypeVar
 
 from zomboss.errors import ZombossError
-from zomboss.program import Instr, Program
+from zomboss.program import Instr, Item, Loop, Program
+from zomboss.steady import runs
 
 IMM18 = 1 << 18
 IMM22 = 1 << 22
+X = TypeVar("X")
+# Immediates that only decide the value a GP register receives (the linear state a timing
+# model tracks): two copies differing only there are alike.
+_VALUE_IMMEDIATES = {"S_ADDI_INT": 2, "S_LUI_INT": 1}
+
+
+MIN_COPIES_SPAN = 256  # instructions: a smaller region is cheaper to simulate than to watch for a steady state
+
+
+@dataclass(frozen=True, eq=False)
+class Structure:
+    """What the lowering knows of the program it emitted, kept in its meta (`structure`; the
+    instruction stream, and so its digest, is unchanged): the mnemonics it uses and the
+    program as a nest of instructions and unrolled regions (`program.Loop`s whose copies with
+    equal keys are the same instructions up to the immediates that set address registers, so
+    a timing model may extrapolate over runs of them: `simulator._Steady`). It describes `instrs` only: a
+    program rebuilt around other instructions (a test's mutation) has none (`structure`)."""
+
+    instrs: tuple[Instr, ...] = field(repr=False)
+    ops: frozenset[str]
+    nest: tuple[Item, ...] = field(repr=False)
+
+
+def structure(program: Program) -> Structure | None:
+    s = program.meta.get("structure") if program.meta else None
+    return s if isinstance(s, Structure) and s.instrs is program.instrs else None
+
+
+def alike_key(instrs: Iterable[Instr]) -> int:
+    """A hash of instructions with their value immediates blanked."""
+    shape = []
+    for ins in instrs:
+        pos = _VALUE_IMMEDIATES.get(ins.op)
+        shape.append((ins.op, ins.args[:pos]) if pos is not None else (ins.op, ins.args))
+    return hash(tuple(shape))
+
+
+def nest_ops(items: Sequence[Item]) -> set[str]:
+    """The mnemonics of a nest (one copy per run of alike copies: alike copies share them)."""
+    ops: set[str] = set()
+    for it in items:
+        if isinstance(it, Instr):
+            ops.add(it.op)
+        else:
+            for a, _ in runs(it.trips, it.alike):
+                ops |= nest_ops(it.body(a))
+    return ops
+
+
+def _lazy(trips: int, emit: Callable[[Asm, int], None]) -> Loop:
+    """A loop of `trips` copies of `emit`, each built when first asked for. A copy's key is
+    that of its instructions (as a region's) and, for each loop inside it, its trip count and
+    the keys of its first and last copies: a copy that differs only in the middle of a loop
+    inside it (an address materialised by one `li` instruction instead of two) counts as alike."""
+    built: dict[int, tuple[tuple[Item, ...], Hashable]] = {}
+
+    def build(i: int) -> tuple[tuple[Item, ...], Hashable]:
+        got = built.get(i)
+        if got is None:
+            sub = Asm(lazy=True)
+            emit(sub, i)
+            items = tuple(sub._items)
+            inner = tuple(
+                (it.trips, it.alike(0), it.alike(it.trips - 1)) for it in items if isinstance(it, Loop) and it.trips
+            )
+            got = built[i] = (items, (alike_key(sub.instrs), inner))
+        return got
+
+    return Loop(trips, lambda i: build(i)[0], lambda i: build(i)[1])
 
 
 class Asm:
-    """Accumulates instructions; `li` materialises any 32-bit constant like PLENA's `load_large_int`."""
+    """Accumulates instructions; `li` materialises any 32-bit constant like PLENA's `load_large_int`.
+    A `lazy` Asm keeps the copies of `repeat` as loops of a nest built on demand (`program.Loop`),
+    for programs too large to hold flat."""
 
-    def __init__(self) -> None:
+    def __init__(self, lazy: bool = False) -> None:
+        self.lazy = lazy
         self.instrs: list[Instr] = []
+        self.ops: set[str] = set()
+        self._items: list[Item] = []  # the item list being built (the nest's top level, or a copy)
+        self._open_loops = 0
 
     def emit(self, op: str, *args: int) -> None:
-        self.instrs.append(Instr(op, args))
+        ins = Instr(op, args)
+        self.instrs.append(ins)
+        self._items.append(ins)
+        self.ops.add(op)
 
     def program(self, meta: Mapping[str, object] | None = None) -> Program:
-        return Program("plena", tuple(self.instrs), dict(meta or {}))
+        """The program, with its `Structure` in the meta; a lazy Asm's is its nest (`Program.nest`)."""
+        if self.lazy:
+            return Program.from_nest("plena", self._items, meta)
+        instrs = tuple(self.instrs)
+        known = Structure(instrs, frozenset(self.ops), tuple(self._items))
+        return Program("plena", instrs, {**dict(meta or {}), "structure": known})
+
+    def repeat(self, trips: int, emit: Callable[[Asm, int], None]) -> None:
+        """`trips` copies of `emit(asm, t)`: unrolled here as a region of copies, or, in a lazy
+        Asm, kept as a loop whose copies are built when asked for (`_lazy`)."""
+        if self.lazy and trips >= 3 and not self._open_loops:
+            self._items.append(_lazy(trips, emit))
+            return
+        for i in self.copies(range(trips)):
+            emit(self, i)
+
+    def copies(self, items: Iterable[X]) -> Iterator[X]:
+        """Iterate `items`, each iteration's instructions one copy of an unrolled region (a
+        `program.Loop` in the structure): the lowering's Python loops keep their structure for
+        the timing model.
+        Hardware loops may sit inside copies, not copies inside hardware loops."""
+        todo = list(items)
+        if len(todo) < 3 or self._open_loops:  # too short to extrapolate over; or inside a loop body
+            yield from todo
+            return
+        parent, bodies, first = self._items, [], len(self.instrs)
+        bounds = []
+        try:
+            for x in todo:
+                self._items = []
+                bounds.append(len(self.instrs))
+                yield x
+                bodies.append(tuple(self._items))
+        finally:
+            self._items = parent
+        if len(self.instrs) - first < MIN_COPIES_SPAN:
+            parent.extend(it for body in bodies for it in body)
+            return
+        bounds.append(len(self.instrs))
+        keys = tuple(alike_key(self.instrs[a:b]) for a, b in zip(bounds, bounds[1:], strict=False))
+        parent.append(Loop(len(bodies), tuple(bodies).__getitem__, keys.__getitem__))
 
     # -- integer scalar -------------------------------------------------------
     def li(self, rd: int, value: int) -> None:
@@ -61,7 +182,9 @@ class Asm:
         if not 1 <= n < IMM22:
             raise ZombossError(f"hardware loop count {n} outside 1..{IMM22 - 1}")
         self.emit("C_LOOP_START", counter, n)
+        self._open_loops += 1
         yield
+        self._open_loops -= 1
         self.emit("C_LOOP_END", counter)
 
     def set_addr(self, areg: int, gp_lo: int) -> None:

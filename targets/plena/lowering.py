@@ -30,6 +30,10 @@ from .templates import cdiv
 
 # -- linear -------------------------------------------------------------------------------------
 
+# Estimated static instructions above which a linear's program is kept as a lazily built nest
+# (`Asm(lazy=True)`): flat, it would take longer to build than its timing takes to simulate.
+LAZY_STATIC = 200_000
+
 
 def lower_linear(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
     """Y[M,N] = X[M,K]·W[K,N] (§4.3): K chunks of `k_chunk` tiles, groups of `n_block` column
@@ -46,18 +50,19 @@ def lower_linear(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
     groups = [(c, min(n_block, nt - c)) for c in range(0, nt, n_block)]
     temp = al.vram("Y_temp", geo.mlen, geo.mlen) if len(chunks) > 1 else None
     row_blocks = cdiv(mm, geo.mlen)
-    asm = Asm()
+    passes = len(chunks) * len(groups) * cdiv(row_blocks, m_block)
+    asm = Asm(lazy=passes * (4 * k_chunk * n_block + 30 * n_block * m_block) > LAZY_STATIC)
     t.load_batch(asm, geo, x_h, x, 0, (1, 2, 3, 4, 5))
     if hoist:
         t.csr_setup(asm, w_h, 1, 1, 2)
 
-    def load(ks: int, kc: int, c0: int, cn: int) -> None:
+    def load(asm: Asm, ks: int, kc: int, c0: int, cn: int) -> None:
         blocks = [(ks + i, c0 + j) for j in range(cn) for i in range(kc)]
         t.load_tiles(asm, geo, w_h, blocks, 0, 1, (1, 2, 3), setup=not hoist)
 
-    def compute(ci: int, ks: int, kc: int, c0: int, cn: int, rb: int) -> None:
+    def compute(asm: Asm, ci: int, ks: int, kc: int, c0: int, cn: int, rb: int) -> None:
         valid = min(geo.mlen, mm - rb * geo.mlen)
-        for j in range(cn):
+        for j in asm.copies(range(cn)):
             tile = y.block(rb, c0 + j, geo.mlen)
             target = tile if ci == 0 or temp is None else temp.base
             t.projection(
@@ -68,21 +73,21 @@ def lower_linear(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
                 rows = geo.mlen if m.sym("add_rows") == "mlen" else cdiv(valid, geo.blen) * geo.blen
                 t.block_binary(asm, geo, "V_ADD_VV", tile, tile, temp.base, rows, (1, 2, 3, 4))
 
-    def one_pass(ci: int, ks: int, kc: int, c0: int, cn: int) -> None:
+    def one_pass(asm: Asm, ci: int, g: int) -> None:
         """The loaded W tiles stay resident across m_block row blocks."""
-        for rb0 in range(0, row_blocks, m_block):
-            load(ks, kc, c0, cn)
-            for rb in range(rb0, min(rb0 + m_block, row_blocks)):
-                compute(ci, ks, kc, c0, cn, rb)
+        (ks, kc), (c0, cn) = chunks[ci], groups[g]
+
+        def rows(asm: Asm, i: int) -> None:
+            load(asm, ks, kc, c0, cn)
+            for rb in asm.copies(range(i * m_block, min((i + 1) * m_block, row_blocks))):
+                compute(asm, ci, ks, kc, c0, cn, rb)
+
+        asm.repeat(cdiv(row_blocks, m_block), rows)
 
     if m.sym("order") == "kchunk_outer":
-        for ci, (ks, kc) in enumerate(chunks):
-            for c0, cn in groups:
-                one_pass(ci, ks, kc, c0, cn)
+        asm.repeat(len(chunks), lambda a, ci: a.repeat(len(groups), lambda b, g: one_pass(b, ci, g)))
     else:
-        for c0, cn in groups:
-            for ci, (ks, kc) in enumerate(chunks):
-                one_pass(ci, ks, kc, c0, cn)
+        asm.repeat(len(groups), lambda a, g: a.repeat(len(chunks), lambda b, ci: one_pass(b, ci, g)))
     return Kernel(asm.program({"op": "linear", "source": "lowering"}), al.layout(y, {t.FP_ZERO: 0.0}))
 
 
@@ -145,7 +150,7 @@ def lower_rmsnorm(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
             asm.addi(g_act, g_act, stride)
 
     if serial:
-        for r in range(rows):
+        for r in asm.copies(range(rows)):
             base = x.base + geo.vlen * r
             asm.li(g_act, base)
             asm.li(g_stats, base)
@@ -243,7 +248,7 @@ def lower_ffn(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
         kt = w0.rows // geo.mlen
         if hoist:
             t.csr_setup(asm, w0, 0, g_off, g_stride, base=False)
-        for cb in range(w0.cols // geo.mlen):
+        for cb in asm.copies(range(w0.cols // geo.mlen)):
             for j, (w, _, areg) in enumerate(pairs):
                 if not hoist and j == 0:
                     t.csr_setup(asm, w, areg, g_off, g_stride)
@@ -282,8 +287,8 @@ def _ffn_block(
             asm.addi(g_act, g_act, k_stride)
 
     if unroll:
-        for slot in range(per_block):
-            for a in range(groups):
+        for slot in asm.copies(range(per_block)):
+            for a in asm.copies(range(groups)):
                 for t0, out in outs:
                     asm.li(g_mat, t0 * geo.tile + slot * geo.blen * geo.mlen)
                     asm.li(g_act, act.base + a * geo.blen * geo.vlen)
@@ -383,33 +388,33 @@ def lower_attention(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
 
     qblocks = cdiv(sq, ml)
     if one_pass:
-        for qb in range(qblocks):
+        for qb in asm.copies(range(qblocks)):
             rows = min(ml, sq - qb * ml)
             kbs = qb + 1 if causal else kvt
-            for kb in range(kbs):
+            for kb in asm.copies(range(kbs)):
                 load(k_h, k_reg, kb, 0)
                 scores(qb, rows, kb, s.block(0, kb, ml))
             t.softmax_rows(asm, geo, s.base, rows, kbs, s.phys_rows * geo.vlen, rolled=True, scale_reg=1)
-            for kb in range(kbs):  # V block kb, column block c -> MRAM tile kb*dt + c
+            for kb in asm.copies(range(kbs)):  # V block kb, column block c -> MRAM tile kb*dt + c
                 load(v_h, v_reg, kb, kb * dt, setup=not hoist and kb == 0)
             for cb in range(dt):
                 t.projection(asm, geo, s.base, s.phys_rows * geo.vlen, cb * geo.tile, o.addr(qb * ml, cb * ml), kbs,
                              cdiv(rows, geo.blen), mat_k_stride=dt * geo.tile)  # fmt: skip
     elif not kv_outer:
-        for qb in range(qblocks):
+        for qb in asm.copies(range(qblocks)):
             rows = min(ml, sq - qb * ml)
             init_rows(qb * ml, rows)
-            for kb in range(qb + 1 if causal else kvt):
+            for kb in asm.copies(range(qb + 1 if causal else kvt)):
                 load(k_h, k_reg, kb, 0)
                 scores(qb, rows, kb, s.base)
                 flash_step(qb, rows, kb, 0, 0)
             t.scale_rows(asm, geo, o, qb * ml, rows, l_slot, reciprocal=True)
     else:
         init_rows(0, sq)
-        for kb in range(kvt):
+        for kb in asm.copies(range(kvt)):
             load(k_h, k_reg, kb, 0)
             load(v_h, v_reg, kb, dt)
-            for qb in range(kb if causal else 0, qblocks):
+            for qb in asm.copies(range(kb if causal else 0, qblocks)):
                 rows = min(ml, sq - qb * ml)
                 scores(qb, rows, kb, s.base)
                 flash_step(qb, rows, kb, dt, qb * ml)
@@ -441,7 +446,7 @@ def lower_rope(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
 
     def repeat(n: int, counter: int, body: Callable[[], None]) -> None:
         if unroll:
-            for _ in range(n):
+            for _ in asm.copies(range(n)):
                 body()
         else:
             with asm.loop(counter, n):

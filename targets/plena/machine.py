@@ -120,6 +120,7 @@ class Machine:
         self.executed = 0
         self.dma_cycles = 0
         self.last_dma = 0
+        self.dma_phase = 0  # sum of the DMA start addresses mod hbm_block: their alignment decides costs
         self.read_blocks = 0
         self.write_blocks = 0
         self._masks: dict[int, np.ndarray] = {}

@@ -60,6 +60,7 @@ def _decode(ins: Instr, pc: int, m: Machine, functional: bool) -> Runner:
         m.read_blocks += t.n_blk  # a store's read-modify-write reads every block it writes
         m.dma_cycles += c
         m.last_dma = c
+        m.dma_phase += (A[ra] + gp[rs]) % hbm_block
 
     return run
 

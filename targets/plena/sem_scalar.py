@@ -147,3 +147,6 @@ def _lui(ins: Instr, pc: int, m: Machine) -> Runner:
 
 data(SEMANTICS, "S_LD_FP", "S_ST_FP")(_sram_move("FP SRAM", "s.fpsram_range", lambda m: m.FS.size))
 always(SEMANTICS, "S_LD_INT", "S_ST_INT")(_sram_move("INT SRAM", "s.intsram_range", lambda m: m.IS.size))
+
+# What writes its first operand, a GP register, in a timing-only run (S_LD_INT aside: INT SRAM).
+GP_WRITERS = frozenset({"S_ADD_INT", "S_SUB_INT", "S_MUL_INT", "S_ADDI_INT", "S_LUI_INT"})

@@ -31,16 +31,18 @@ import numpy as np
 from zomboss.targets.plena import hbm as H
 from zomboss.targets.plena import sem_control, sem_dma, sem_matrix, sem_scalar, sem_vector
 from zomboss.targets.plena import timing as T
+from zomboss.targets.plena.builder import nest_ops, structure
 from zomboss.targets.plena.machine import DOC as DOC  # re-exported: the simulator's doc and machine
 from zomboss.targets.plena.machine import MASK32, Fault, Machine, PlenaConfig, Runner, Semantics
 from zomboss.targets.plena.numerics import bf16_bits_scalar, bf16_round, fp16_then_bf16
 
 from zomboss import expr as ex
+from zomboss import steady
 from zomboss.errors import IllegalProgram, ZombossError
 from zomboss.inputs import over_budget
 from zomboss.knowledge import KB
 from zomboss.legality import Checker, Violation
-from zomboss.program import Instr, Program
+from zomboss.program import Instr, Item, Program
 
 BREAKDOWN = ("compute", "memory", "stall", "overhead")
 
@@ -74,6 +76,7 @@ class PlenaRun:
     hbm_read_bytes: int  # 64-byte blocks read from HBM (prefetches and store RMW reads) x 64
     hbm_write_bytes: int  # 64-byte blocks written to HBM x 64
     wall_s: float
+    steady: Mapping[str, object] | None = None  # what steady-state extrapolation did (None: every instruction ran)
 
     def vram_tensor(self, base: int, rows: int, cols: int, phys_rows: int | None = None) -> np.ndarray:
         """A logical [rows, cols] tensor stored column-block-major at element `base`."""
@@ -91,6 +94,7 @@ class PlenaRun:
             "class_counts": dict(self.class_counts),
             "hbm_read_bytes": self.hbm_read_bytes,
             "hbm_write_bytes": self.hbm_write_bytes,
+            **({"steady": dict(self.steady)} if self.steady is not None else {}),
         }
 
 
@@ -184,7 +188,13 @@ def needs_data(program: Program, kb: KB, check: bool) -> bool:
     `check`, its legality) is wanted: when data can reach a register that decides addresses
     or trip counts (INT SRAM written from data and loaded into a register), or when a doc
     rule reads an FP register's contents (no rule of plena.md does today)."""
-    ops = {i.op for i in program.instrs}
+    known = structure(program)
+    if known is not None:
+        ops: set[str] | frozenset[str] = known.ops
+    elif program.nest is not None:
+        ops = nest_ops(program.nest)
+    else:
+        ops = {i.op for i in program.instrs}
     if ops & sem_vector.WRITES_DATA_TO_INT_SRAM and "S_LD_INT" in ops:
         return True
     return check and _shared(kb).rules_read_fp
@@ -287,21 +297,76 @@ class _Block:
     """A straight-line run of the program, ending after its first loop-state change (a loop
     jumps back to the instruction after its C_LOOP_START), executed as a whole by the fast
     loop: `steps` are the instructions with something to run or a hazard probe, with their
-    position in the block and whether the instruction right before them has a probe."""
+    position in the block and whether the instruction right before them has a probe; `rtl`
+    is the block's static rtl cost (the extrapolating run's clock adds it per execution)."""
 
-    __slots__ = ("start", "end", "code", "steps", "executions")
+    __slots__ = ("start", "end", "code", "src", "steps", "executions", "rtl")
 
-    def __init__(self, start: int, code: list[_Decoded], probing: bool) -> None:
-        self.start, self.end, self.code = start, start + len(code), code
+    def __init__(self, start: int, code: list[_Decoded], probing: bool, src: Sequence[Instr]) -> None:
+        self.start, self.end, self.code, self.src = start, start + len(code), code, src  # src[start:end] runs
         steps = []
         prev_probed = False
+        rtl = 0
         for i, d in enumerate(code):
             probe = d.probe if probing else None
             if probe is not None or d.run is not None:
                 steps.append((probe, d.run, prev_probed, i))
             prev_probed = probe is not None
+            if d.cost is not None:
+                rtl += d.cost.rtl
         self.steps = tuple(steps)
         self.executions = 0
+        self.rtl = rtl
+
+
+@dataclass(frozen=True)
+class _HwLoop:
+    """A hardware loop the extrapolating run may treat as `count` alike iterations: opened at
+    `start` and closed at `end` by the same counter register, whose body (nested loops
+    included) neither breaks out, writes the counter, nor touches the INT SRAM (a value
+    stored there could steer a later address: state the linear registers do not carry)."""
+
+    start: int
+    end: int
+    counter: int
+    count: int
+    work: int  # instructions one iteration executes (nested loops multiplied out)
+
+
+_NO_STEADY = frozenset({"C_BREAK", "S_ST_INT", "S_LD_INT"})
+# A loop executing fewer instructions than this is simulated: watching it for a steady state
+# (a few marks and period tests, ~0.1 ms) would cost more than running it (256: measured best).
+MIN_STEADY_WORK = 256
+
+
+def hw_loop(instrs: Sequence[Instr], start: int) -> _HwLoop | None:
+    """The loop opened by the C_LOOP_START at `start`, if its iterations are alike (`_HwLoop`)."""
+    rd, count = instrs[start].args
+    if rd == 0 or count < 1:
+        return None
+    open_regs: list[tuple[int, int]] = []  # nested loops: (counter, count)
+    weight = work = 1
+    for pc in range(start + 1, len(instrs)):
+        ins = instrs[pc]
+        op = ins.op
+        work += weight
+        if op in _NO_STEADY:
+            return None
+        if op == "C_LOOP_START":
+            if ins.args[0] == rd:
+                return None
+            open_regs.append((ins.args[0], max(ins.args[1], 1)))
+            weight *= open_regs[-1][1]
+        elif op == "C_LOOP_END":
+            if open_regs and open_regs[-1][0] == ins.args[0]:
+                weight //= open_regs.pop()[1]
+            elif not open_regs and ins.args[0] == rd:
+                return _HwLoop(start, pc, rd, count, work - 1)
+            else:
+                return None
+        elif op in sem_scalar.GP_WRITERS and ins.args[0] == rd:
+            return None
+    return None
 
 
 def min_executed(program: Program, kb: KB) -> int:
@@ -349,6 +414,7 @@ class _Run:
         check: bool,
         budget: int | None = None,
         functional: bool = True,
+        extrapolate: bool = False,
     ) -> None:
         if program.target not in ("plena", ""):
             raise ZombossError(f"a {program.target} program cannot run on the PLENA simulator")
@@ -358,33 +424,43 @@ class _Run:
         self.functional = functional or needs_data(program, kb, check)
         self.m = Machine(cfg, hbm)
         self.instrs = program.instrs
+        known = structure(program)
+        self.nest: Sequence[Item] | None = program.nest if known is None else known.nest
         shared = _shared(kb)
         probing = "rtl" in self.modes
-        self.slots: list[_Decoded] = []  # distinct decodings: identical static instructions share one
-        self.code: list[_Decoded] = []  # the decoding of each program counter
-        same: dict[tuple[str, tuple[int, ...]], _Decoded] = {}
-        pc_dependent = sem_control.PC_DEPENDENT
-        for pc, ins in enumerate(program.instrs):
-            key = (ins.op, ins.args)
-            d = same.get(key)
-            if d is None or ins.op in pc_dependent:
-                d = self._decode(ins, pc, shared, probing)
-                same[key] = d
-            self.code.append(d)
-        self.counts = [0] * len(self.slots)
-        self.blocks: list[_Block] = []
-        self._shared = shared
+        self._shared, self._probing = shared, probing
         self.checker = shared.take_checker() if check else None
         self.hazards = T.HazardPenalties.from_params(kb.params)
         self.hazard_cycles = 0
         self.overlap = T.Overlap(kb) if "overlap" in self.modes else None
         self.budget = budget if budget is not None else 1 << 62
+        # steady-state extrapolation of hardware loops: timing-only runs without checker or overlap
+        steady_ok = extrapolate and not self.functional and self.checker is None and self.overlap is None
+        self.steady = steady.Report() if steady_ok else None
+        self.slots: list[_Decoded] = []  # distinct decodings: identical static instructions share one
+        self.code: list[_Decoded] = []  # the decoding of each program counter (extrapolating: decoded on demand)
+        self._same: dict[tuple[str, tuple[int, ...]], _Decoded] = {}
+        if self.steady is None:
+            self.code = [self.decoded(pc) for pc in range(len(self.instrs))]
+        self.counts = [0] * len(self.slots)  # executions per decoding (the block runs tally them at the end)
+        self.blocks: list[_Block] = []
         if budget is not None:
             least = min_executed(program, kb)
             if least > budget:
                 raise over_budget(
                     self.source or "the program", f"its hardware loops execute at least {least:,} instructions", budget
                 )
+
+    def decoded(self, pc: int, ins: Instr | None = None) -> _Decoded:
+        """The decoding of the instruction at `pc` (of the program, or of `ins` at `pc` of a
+        region's copy), shared with identical instructions."""
+        if ins is None:
+            ins = self.instrs[pc]
+        key = (ins.op, ins.args)
+        d = self._same.get(key)
+        if d is None or ins.op in sem_control.PC_DEPENDENT:
+            d = self._same[key] = self._decode(ins, pc, self._shared, self._probing)
+        return d
 
     def _decode(self, ins: Instr, pc: int, shared: _Shared, probing: bool) -> _Decoded:
         kb = self.kb
@@ -438,6 +514,8 @@ class _Run:
         try:
             if trace or self.checker is not None or self.overlap is not None:
                 yield from self._loop(trace)
+            elif self.steady is not None and not trace:
+                _Steady(self).run()
             else:
                 self._straight()
         finally:
@@ -502,7 +580,7 @@ class _Run:
         start = 0
         for end in [*ends, len(self.code) - 1]:
             if end >= start:
-                b = _Block(start, self.code[start : end + 1], probing)
+                b = _Block(start, self.code[start : end + 1], probing, self.instrs)
                 self.blocks.append(b)
                 at[start] = b
                 start = end + 1
@@ -512,42 +590,51 @@ class _Run:
         """Block by block: what a run without checker, trace or `overlap` needs (the guards are
         checked once per block, which is exact since only a block's last instruction changes
         the loop state)."""
-        m, at, instrs = self.m, self._block_at(), self.instrs
-        between = self.hazards.between
-        maxl = self.cfg.max_loop_instructions
-        loops, gp = m.loops, m.gp
-        budget = self.budget
-        hazards = 0
+        at, step = self._block_at(), self.step
         n = len(self.code)
         pc = 0
         while pc < n:
             b = at[pc]
             assert b is not None, "loops jump to the instruction after a C_LOOP_START, which starts a block"
-            b.executions += 1
-            first = m.executed + 1
-            m.executed += len(b.code)
-            if m.executed > budget or (loops and m.executed - loops[0][2] > maxl):
-                for i in range(len(b.code)):  # find the first instruction past a guard
-                    m.executed = first + i
-                    self._guards(instrs[b.start + i])
-            nxt = None
-            prev: T.Probe | None = None
-            i = 0
-            try:
-                for probe, run, chained, i in b.steps:  # noqa: B007 - `i` names the faulting step
-                    if probe is not None:
-                        p = probe(gp)
-                        if chained:
-                            hazards += between(prev, p)
-                        prev = p
-                    if run is not None:
-                        nxt = run()
-            except (Fault, IndexError, ValueError) as e:
-                m.executed = first + i
-                raise self._fault(instrs[b.start + i], e) from None
+            nxt = step(b)
             pc = b.end if nxt is None else nxt
-        self.hazard_cycles += hazards
-        counts = self.counts
+        self.tally_counts()
+
+    def step(self, b: _Block) -> int | None:
+        """Execute one block; returns its jump target (None: fall through)."""
+        m = self.m
+        b.executions += 1
+        first = m.executed + 1
+        m.executed += len(b.code)
+        loops = m.loops
+        if m.executed > self.budget or (loops and m.executed - loops[0][2] > self.cfg.max_loop_instructions):
+            for i in range(len(b.code)):  # find the first instruction past a guard
+                m.executed = first + i
+                self._guards(b.src[b.start + i])
+        gp, between = m.gp, self.hazards.between
+        hazards = 0
+        nxt = None
+        prev: T.Probe | None = None
+        i = 0
+        try:
+            for probe, run, chained, i in b.steps:  # noqa: B007 - `i` names the faulting step
+                if probe is not None:
+                    p = probe(gp)
+                    if chained:
+                        hazards += between(prev, p)
+                    prev = p
+                if run is not None:
+                    nxt = run()
+        except (Fault, IndexError, ValueError) as e:
+            m.executed = first + i
+            raise self._fault(b.src[b.start + i], e) from None
+        if hazards:
+            self.hazard_cycles += hazards
+        return nxt
+
+    def tally_counts(self) -> None:
+        """Executions per decoding, from the blocks' execution counts."""
+        counts = self.counts = [0] * len(self.slots)
         for b in self.blocks:
             if b.executions:
                 for d in b.code:
@@ -610,7 +697,235 @@ class _Run:
             hbm_read_bytes=m.read_blocks * cfg.hbm_block,
             hbm_write_bytes=m.write_blocks * cfg.hbm_block,
             wall_s=wall,
+            steady=self.steady.to_json() if self.steady is not None else None,
         )
+
+
+# PLENA's costs are integers and alike iterations repeat them exactly: counters must agree exactly
+# (a one-cycle or one-residue difference means the period is not yet steady); periods up to 4
+# and 16 watched iterations are what the suite was measured with (longer only cost time).
+POLICY = steady.Policy(max_period=4, probe=16, counter_rtol=0.0, counter_atol=0.0)
+_NO_STATE = np.zeros(0)
+_CSRS = ("scale", "stride", "v_mask")
+
+
+def _one_run(t: int) -> int:
+    """Every iteration of an alike hardware loop is alike (`hw_loop` made sure)."""
+    return 0
+
+
+class _Segment:
+    """One item list of a nest (the program's top level, or one copy of a region): its
+    instructions, which hardware loops and jumps stay inside, and the regions standing
+    before each position; with the blocks and loop analyses built for it on demand. A
+    region inside a hardware loop of the list is expanded into its instructions."""
+
+    __slots__ = ("instrs", "regions", "cut", "at", "hw")
+
+    def __init__(self, items: Sequence[Item], instrs: Sequence[Instr] | None = None) -> None:
+        if instrs is None:
+            flat: list[Instr] = []
+            regions: dict[int, list[Any]] = {}
+            depth = 0
+            for it in items:
+                if isinstance(it, Instr):
+                    flat.append(it)
+                    depth += (it.op == "C_LOOP_START") - (it.op == "C_LOOP_END")
+                elif depth > 0:
+                    flat.extend(_flatten(it))
+                else:
+                    regions.setdefault(len(flat), []).append(it)
+            instrs, self.regions = flat, regions
+        else:
+            self.regions = {}
+        self.instrs = instrs
+        self.cut = bytearray(len(instrs) + 1)  # blocks end before a position regions stand at
+        for pc in self.regions:
+            self.cut[pc] = 1
+        self.at: dict[int, _Block] = {}
+        self.hw: dict[int, _HwLoop | None] = {}
+
+
+def _grouping(keys: Sequence[Any], most: int = 4) -> int:
+    """The group size q <= `most` whose runs of alike groups leave the fewest copies to
+    simulate (about three groups a run, as `steady.repeat` needs two periods to measure)."""
+    best, best_cost = 1, None
+    for q in range(1, most + 1):
+        n = len(keys) // q
+        if n < 3:
+            break
+        groups = [tuple(keys[q * t : q * t + q]) for t in range(n)]
+        cost = sum(q * min(b - a, 3) for a, b in steady.runs(n, groups.__getitem__)) + len(keys) - n * q
+        if best_cost is None or cost < best_cost:
+            best, best_cost = q, cost
+    return best
+
+
+def _flatten(region: Any) -> Iterator[Instr]:
+    for t in range(region.trips):
+        for it in region.body(t):
+            if isinstance(it, Instr):
+                yield it
+            else:
+                yield from _flatten(it)
+
+
+class _Steady:
+    """The extrapolating executor of a timing-only run (plena.md §7's rtl model is in order and
+    blocking, so its timing state at an iteration boundary is the clock alone: no hazard pairs
+    straddle a loop instruction). It walks the lowering's nest (`builder.Structure`; a program
+    without one is a single list): blocks run as `_Run.step` runs them; each region of copies
+    and each alike hardware loop (`hw_loop`) runs through `steady.repeat`, marked by the rtl
+    clock (static costs of the blocks run + DMA + hazards), the DMA and hazard counters and the
+    DMA alignment phase (whose per-period sum repeats only once the address residues do), and
+    the registers and CSRs, which must advance linearly. A skip credits every block of the last
+    period once per skipped period (alike iterations are the same instructions), so counts, emu
+    cycles and the breakdown stay those of the skipped iterations."""
+
+    def __init__(self, run: _Run) -> None:
+        assert run.steady is not None
+        self.r, self.m, self.report = run, run.m, run.steady
+        self.log: list[_Block | tuple[_Block, int]] = []  # blocks run, and skip credits (block, times)
+        self.tallied = 0  # log entries whose static cost `static` holds
+        self.static = 0
+
+    def run(self) -> None:
+        nest = self.r.nest
+        self.items(_Segment((), self.r.instrs) if nest is None else _Segment(nest))
+        self.r.tally_counts()
+
+    def items(self, seg: _Segment) -> None:
+        pc, n = 0, len(seg.instrs)
+        while pc < n:
+            pc = self.advance(seg, pc)
+        for rg in seg.regions.get(n, ()):
+            self.repeat_copies(rg)
+
+    def block(self, seg: _Segment, pc: int) -> _Block:
+        """The block starting at `pc`: up to its first loop instruction or the next cut."""
+        b = seg.at.get(pc)
+        if b is None:
+            instrs, cut, ends, decoded = seg.instrs, seg.cut, sem_control.BLOCK_ENDS, self.r.decoded
+            end = pc
+            while True:
+                end += 1
+                if end == len(instrs) or instrs[end - 1].op in ends or cut[end]:
+                    break
+            code = [decoded(i, instrs[i]) for i in range(pc, end)]
+            b = seg.at[pc] = _Block(pc, code, self.r._probing, instrs)
+            self.r.blocks.append(b)
+        return b
+
+    def advance(self, seg: _Segment, pc: int) -> int:
+        """Run the regions standing at `pc`, then the block there and, when it opens an alike
+        loop, the whole loop; the next pc."""
+        for rg in seg.regions.get(pc, ()):
+            self.repeat_copies(rg)
+        b = self.block(seg, pc)
+        nxt = self.r.step(b)
+        self.log.append(b)
+        last = b.end - 1
+        if seg.instrs[last].op == "C_LOOP_START":
+            if last not in seg.hw:
+                seg.hw[last] = hw_loop(seg.instrs, last)
+            lp = seg.hw[last]
+            if lp is not None and lp.count * lp.work >= MIN_STEADY_WORK:
+                self.repeat_loop(seg, lp)
+                return lp.end + 1
+        return b.end if nxt is None else nxt
+
+    def repeat(self, trips: int, alike: Callable[[int], Any], body: Callable[[int], None], loop: bool) -> None:
+        """`steady.repeat` with this run's marks and skips."""
+        marked: list[int] = []  # the log's length at each mark
+
+        def mark() -> steady.Mark:
+            marked.append(len(self.log))
+            return self.mark()
+
+        def skip(s: steady.Skip) -> None:
+            self.skip(s, marked[-1 - s.iterations // s.periods], marked[-1], loop)
+
+        steady.repeat(trips, alike, body, mark, skip, POLICY, self.report)
+
+    def repeat_copies(self, rg: Any) -> None:
+        """A loop of the nest: an unrolled region of copies, or a lazily built loop.
+        When its keys alternate (an address crossing a 4 KiB boundary every other copy changes
+        how it is materialised), groups of `q` consecutive copies are the iterations."""
+        keys = [rg.alike(t) for t in range(rg.trips)]
+        q = _grouping(keys)
+        n = rg.trips // q
+
+        def body(t: int) -> None:
+            for c in range(q * t, q * t + q):
+                self.items(_Segment(rg.body(c)))
+
+        self.repeat(n, lambda t: tuple(keys[q * t : q * t + q]), body, False)
+        for c in range(n * q, rg.trips):
+            self.items(_Segment(rg.body(c)))
+
+    def repeat_loop(self, seg: _Segment, lp: _HwLoop) -> None:
+        """The iterations of `lp` (its C_LOOP_START has run)."""
+        step, log = self.r.step, self.log
+
+        def body(_t: int) -> None:
+            pc = lp.start + 1
+            while True:
+                b = self.block(seg, pc)
+                if b.end - 1 == lp.end:
+                    step(b)
+                    log.append(b)
+                    return
+                pc = self.advance(seg, pc)
+
+        self.repeat(lp.count, _one_run, body, True)
+        loops = self.m.loops
+        if loops and loops[-1][0] == lp.start:  # a skip covered the last iteration: close the loop as it would
+            loops.pop()
+            self.m.gp[lp.counter] = 0
+
+    def mark(self) -> steady.Mark:
+        log, static = self.log, self.static
+        for k in range(self.tallied, len(log)):
+            e = log[k]
+            static += e[0].rtl * e[1] if isinstance(e, tuple) else e.rtl
+        self.static, self.tallied = static, len(log)
+        m, hz = self.m, self.r.hazard_cycles
+        return steady.Mark(
+            time=float(static + m.dma_cycles + hz),
+            state=_NO_STATE,
+            counters=np.array([m.dma_cycles, hz, m.read_blocks, m.write_blocks, m.dma_phase], dtype=np.float64),
+            linear=(*m.gp, *m.a, *(m.csr[k] for k in _CSRS)),
+        )
+
+    def skip(self, s: steady.Skip, lo: int, hi: int, loop: bool) -> None:
+        """Advance over `s`: the blocks logged in [lo, hi) (the last period) once per period;
+        `loop`: the iterations of a hardware loop (not copies of a region)."""
+        m, r, times = self.m, self.r, s.periods
+        credits: list[_Block | tuple[_Block, int]] = []
+        executed = 0
+        for e in self.log[lo:hi]:
+            b, w = e if isinstance(e, tuple) else (e, 1)
+            w *= times
+            b.executions += w
+            executed += len(b.code) * w
+            credits.append((b, w))
+        self.log.extend(credits)
+        m.executed += executed
+        dma, hz, rd, wr, phase = (int(round(float(c))) for c in s.counters)
+        m.dma_cycles += dma
+        r.hazard_cycles += hz
+        m.read_blocks += rd
+        m.write_blocks += wr
+        m.dma_phase += phase
+        lin, gp, a = s.linear, m.gp, m.a
+        for i in range(1, len(gp)):
+            gp[i] = (gp[i] + lin[i]) & MASK32
+        for i in range(len(a)):
+            a[i] += lin[len(gp) + i]
+        for i, k in enumerate(_CSRS):
+            m.csr[k] = (m.csr[k] + lin[len(gp) + len(a) + i]) & MASK32
+        if loop:  # the loop skipped over starts its next iteration now (the loop guard counts from here)
+            m.loops[-1][2] = m.executed
 
 
 def _hbm_from(hbm: H.Hbm | bytes | bytearray | np.ndarray | None) -> H.Hbm:
@@ -661,6 +976,7 @@ def simulate(
     check: bool = True,
     max_instructions: int | None = None,
     functional: bool = True,
+    extrapolate: bool = False,
 ) -> PlenaRun:
     """Run a program and return the final state with cycles under each timing mode.
 
@@ -679,10 +995,15 @@ def simulate(
     so cycles, counts and HBM bytes equal the functional run's and the final state holds no
     data (`PlenaRun.functional` says so). The simulator's own data-access faults are not
     raised; with `check` the doc's rules still refuse every illegal instruction. A program
-    whose addresses could depend on its data (`needs_data`) runs functionally anyway."""
+    whose addresses could depend on its data (`needs_data`) runs functionally anyway.
+
+    `extrapolate` lets a timing-only run (no checker, no `overlap`) advance over the steady
+    iterations of its hardware loops instead of simulating each (`_Steady`): cycles agree
+    with the full run's within a fraction of a percent, `PlenaRun.steady` says what was
+    extrapolated, and the final state's registers are the extrapolated ones."""
     t0 = time.perf_counter()
     with _no_gc():  # decoding allocates a few objects per static instruction and makes no cycles
-        run = _Run(program, cfg, _hbm_from(hbm), modes, check, max_instructions, functional)
+        run = _Run(program, cfg, _hbm_from(hbm), modes, check, max_instructions, functional, extrapolate)
         _initialise(run.m, fpsram_init, intsram_init, vram_init, fpsram_fp16)
         with np.errstate(all="ignore"):
             for _ in run.execute():

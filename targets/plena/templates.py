@@ -110,7 +110,7 @@ def load_tiles(
     g_off, g_stride, g_mram = regs[:3]
     if setup:
         csr_setup(asm, src, areg, g_off, g_stride)
-    for i, (rb, cb) in enumerate(blocks):
+    for i, (rb, cb) in enumerate(asm.copies(blocks)):
         asm.li(g_mram, (mram_tile0 + i) * geo.tile)
         asm.li(g_off, rb * geo.mlen * src.cols + cb * geo.mlen)
         asm.prefetch_m(g_mram, g_off, areg)
@@ -136,13 +136,13 @@ def copy_into(asm: Asm, geo: Geometry, dst: VramTensor, src: VramTensor) -> None
     """dst += src over src's rows: MLEN-row block adds when aligned, else row by row and column
     block by column block with address reloads (§4.8 vram_add and its unaligned fallback)."""
     if src.rows % geo.mlen == 0 and src.phys_rows % geo.mlen == 0:
-        for rb in range(src.rows // geo.mlen):
-            for cb in range(cdiv(src.cols, geo.vlen)):
+        for rb in asm.copies(range(src.rows // geo.mlen)):
+            for cb in asm.copies(range(cdiv(src.cols, geo.vlen))):
                 d = dst.block(rb, cb, geo.mlen)
                 block_binary(asm, geo, "V_ADD_VV", d, d, src.block(rb, cb, geo.mlen), geo.mlen, (1, 2, 3, 4))
         return
     g_dst, g_src = 1, 2
-    for r in range(src.rows):
+    for r in asm.copies(range(src.rows)):
         for cb in range(cdiv(dst.cols, geo.vlen)):
             asm.li(g_dst, dst.addr(r, cb * geo.vlen))
             asm.li(g_src, src.addr(r, cb * geo.vlen))
@@ -189,8 +189,8 @@ def projection(
         pairs = [(oc, r) for oc in range(slices) for r in range(row_groups)]
         if order == "r_oc_k":
             pairs = [(oc, r) for r in range(row_groups) for oc in range(slices)]
-        for oc, r in pairs:
-            for k in range(k_tiles):
+        for oc, r in asm.copies(pairs):
+            for k in asm.copies(range(k_tiles)):
                 asm.li(g_act, act + r * row_stride + k * act_k_stride)
                 asm.li(g_mat, mram + oc * col_stride + k * mks)
                 mm(g_act, g_mat)
@@ -309,7 +309,7 @@ def softmax_rows(
             row_body()
             asm.addi(g_row, g_row, geo.vlen)
         return
-    for r in range(rows):
+    for r in asm.copies(range(rows)):
         if r:
             asm.addi(g_row, g_row, geo.vlen)
         row_body()
@@ -336,7 +336,7 @@ def silu_gate(asm: Asm, geo: Geometry, up: VramTensor, gate: VramTensor, tmp: in
 
     n = up.size // geo.vlen
     if unroll:
-        for _ in range(n):
+        for _ in asm.copies(range(n)):
             chunk()
         return
     with asm.loop(l_chunk, n):

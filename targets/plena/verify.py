@@ -22,12 +22,14 @@ from typing import Any
 
 import numpy as np
 
+from zomboss.inputs import check_workload_bytes
 from zomboss.workload import Workload
 
 from . import hbm as H
 from .golden import make_inputs, quantize_inputs, reference
 from .layout import Kernel, KernelLayout
 from .simulator import PlenaConfig, PlenaRun, simulate
+from .suite import data_bytes
 
 PLENA_ATOL = 0.2
 PLENA_RTOL = 0.2
@@ -203,6 +205,7 @@ class PlenaInstance:
 
     @cached_property
     def inputs(self) -> dict[str, np.ndarray]:
+        check_workload_bytes(self.workload.id or self.workload.op, data_bytes(self.workload))  # before allocating
         return make_inputs(self.workload, self.seed)
 
     @cached_property
