@@ -49,7 +49,7 @@ def main() -> None:
                 ops[wl.op] = wl
         for op, wl in ops.items():
             inst = t.instance(wl, {}, 0)  # type: ignore[arg-type]
-            pool = build_pool(kb, op, wl.shape, k=2, near=t.reference_mappings(wl, {})["library"], budget_s=60)  # type: ignore[attr-defined]
+            pool = build_pool(kb, op, wl.shape, k=2, near=t.reference_mappings(wl, {})["library"], budget_s=8)  # type: ignore[attr-defined]
             # one point per distinct mapping: classes of an op without integer knobs repeat theirs
             cands = list({c.mapping: c for c in pool.candidates()}.values())
             sample = rng.sample(cands, min(args.samples, len(cands)))

@@ -110,7 +110,8 @@ def build_pool(
     budget_s: float = 60.0,
 ) -> Pool:
     """Enumerate, class and size. `near` (Candidate-0) picks each class's representative;
-    `budget_s` caps the CP-SAT time (classes left unsized are marked with bound None)."""
+    `budget_s` caps the CP-SAT work, in its deterministic time (classes left unsized are marked
+    with bound None): the pool does not depend on the machine's load."""
     sp = space(kb, op)
     t0 = time.perf_counter()
     sks = [s.as_dict() for s in skeletons(kb, op, shape)]
@@ -124,16 +125,17 @@ def build_pool(
     for c in classes.values():
         c.members.sort(key=lambda s: _distance(s, ref))
     est, bnd = sp.costs.get("estimate"), sp.costs.get("bound")
-    deadline = time.perf_counter() + budget_s
+    spent = 0.0
     # classes nearest Candidate-0 first: when the CP-SAT budget runs out, the far ones go unsized
     for c in sorted(classes.values(), key=lambda c: (_distance(c.members[0], ref), c.key)):
-        if time.perf_counter() > deadline:
+        if spent > budget_s:
             c.bound = None
             continue
         model = SizingModel(sp, shape, c.members[0])
         first = model.solve(est.expr if est else None, time_limit)
         if first is None:
             c.feasible = False
+            spent += model.work
             continue
         c.sizings = [first.values]
         c.sizings += _more(model, est.expr if est else None, first.values, k - 1, time_limit)
@@ -142,6 +144,7 @@ def build_pool(
         if bnd is not None:
             low = model.solve(bnd.expr, time_limit)
             c.bound = None if low is None else low.bound
+        spent += model.work
     t2 = time.perf_counter()
     return Pool(sp, dict(shape), list(classes.values()), len(sks), {"enumerate": t1 - t0, "size": t2 - t1}, near)
 

@@ -46,7 +46,10 @@ class SolveConfig:
     min_gain: float = 0.001
     batch: int = 4
     k: int = 1  # sizings per cost class
-    pool_seconds: float = 20.0  # CP-SAT + polish time for the pool (classes nearest Candidate-0 first)
+    # CP-SAT work for sizing the pool, in its deterministic seconds (machine-independent, so a
+    # rerun proposes the same candidates; ~8 wall seconds each on the 2-core reference machine,
+    # polish included), classes nearest Candidate-0 first
+    pool_seconds: float = 2.5
     guide_options: dict[str, Any] = field(default_factory=dict)
 
 

@@ -64,6 +64,7 @@ class SizingModel:
                 assert isinstance(k.default, int)
                 consts[k.name] = k.default
         self.fixed = {k.name: int(k.default) for k in sp.integer if k.name not in self.vars}
+        self.work = 0.0  # CP-SAT deterministic time spent by `solve` (a machine-independent budget)
         self.tr = Translator(self.model, consts, self.vars, bounds)
         try:
             for c in sp.constraints:
@@ -75,8 +76,12 @@ class SizingModel:
         return self.tr.term(e).expr
 
     def _solver(self, time_limit: float) -> cp_model.CpSolver:
+        """One worker and a deterministic-time limit, so a sizing (and the pool built from it)
+        is the same on a loaded machine as on an idle one: a rerun or a resumed bench proposes
+        exactly the candidates the first run did. The wall-clock limit is only a safety net."""
         s = cp_model.CpSolver()
-        s.parameters.max_time_in_seconds = time_limit
+        s.parameters.max_deterministic_time = time_limit
+        s.parameters.max_time_in_seconds = 20 * time_limit + 1.0
         s.parameters.num_workers = 1
         return s
 
@@ -91,6 +96,7 @@ class SizingModel:
             self.model.minimize(self.term(objective))
         solver = self._solver(time_limit)
         status = solver.solve(self.model)
+        self.work += solver.deterministic_time
         if objective is not None:
             self.model.clear_objective()
         if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

@@ -83,7 +83,7 @@ def test_pool_candidates_run_correctly_on_spike(spk_root, tmp_path):
 
     t = get_target("gemmini")
     wl = t.workload("matmul:M=48,N=64,K=96,bias=1")
-    pool = build_pool(t.kb({}), wl.op, wl.shape, k=1, near=t.reference_mappings(wl, {})["library"], budget_s=20)
+    pool = build_pool(t.kb({}), wl.op, wl.shape, k=1, near=t.reference_mappings(wl, {})["library"], budget_s=2.5)
     picks = [c.mapping for c in pool.candidates() if c.mapping["loop"] == "sw"][::7][:3]
     assert picks
     for i, m in enumerate(picks):

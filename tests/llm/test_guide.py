@@ -30,7 +30,7 @@ def guide(srv: Loopback | None, **kw) -> LlmGuide:
 
 
 def run(fake, workload, g: LlmGuide, budget: int = 12):
-    return solve(fake, workload, {}, SolveConfig(budget=budget, pool_seconds=5), guide=g)
+    return solve(fake, workload, {}, SolveConfig(budget=budget, pool_seconds=0.6), guide=g)
 
 
 def reported(srv: Loopback) -> int:

@@ -27,7 +27,7 @@ def case(request):
 
 def test_solve_returns_a_verified_kernel_no_slower_than_candidate0(case, tmp_path):
     t, wl = case
-    res = solve(t, wl, {}, SolveConfig(budget=4, pool_seconds=3.0), store=Store(tmp_path / "s.sqlite"))
+    res = solve(t, wl, {}, SolveConfig(budget=4, pool_seconds=0.4), store=Store(tmp_path / "s.sqlite"))
     d = res.to_json()
     assert d["verified"] is True and d["cycles"] <= d["default_cycles"]
     assert 0 < d["simulations"] <= 4
@@ -41,8 +41,8 @@ def test_solve_returns_a_verified_kernel_no_slower_than_candidate0(case, tmp_pat
 def test_rerun_repeats_no_simulation(case, tmp_path):
     t, wl = case
     db = tmp_path / "s.sqlite"
-    first = solve(t, wl, {}, SolveConfig(budget=3, pool_seconds=3.0), store=Store(db))
-    again = solve(t, wl, {}, SolveConfig(budget=3, pool_seconds=3.0), store=Store(db))
+    first = solve(t, wl, {}, SolveConfig(budget=3, pool_seconds=0.4), store=Store(db))
+    again = solve(t, wl, {}, SolveConfig(budget=3, pool_seconds=0.4), store=Store(db))
     assert again.cached >= again.simulations + 1  # every trial (and Candidate-0) came from the store
     assert (again.cycles, again.mapping) == (first.cycles, first.mapping)
 
@@ -73,7 +73,7 @@ def test_illegal_proposal_comes_back_with_rule_and_doc_line(case):
     if bad is None:
         pytest.skip(f"no single integer knob at its maximum is illegal for {wl.id}")
     guide = _Scripted(Proposal(bad.as_dict(), source="test"), Proposal({"no_such_knob": 1}, source="test"))
-    res = solve(t, wl, {}, SolveConfig(budget=4, pool_seconds=3.0), guide=guide)
+    res = solve(t, wl, {}, SolveConfig(budget=4, pool_seconds=0.4), guide=guide)
     assert res.simulations == 0 and len(res.rejected) == 2
     v = res.rejected[0].violations[0]
     assert v["rule"] and ":" in v["doc"] and v["doc"].split(":")[-1].isdigit()
@@ -85,7 +85,7 @@ def test_every_pool_candidate_lowers_to_an_accepted_program(case):
     t, wl = case
     kb = t.kb({})
     inst = t.instance(wl, {}, 0)
-    pool = build_pool(kb, wl.op, wl.shape, k=1, near=t.reference_mappings(wl, {})["library"], budget_s=5)
+    pool = build_pool(kb, wl.op, wl.shape, k=1, near=t.reference_mappings(wl, {})["library"], budget_s=0.6)
     cands = pool.candidates()
     assert cands, "the pool is empty"
     for c in cands[:: max(1, len(cands) // 12)][:12]:
