@@ -160,6 +160,11 @@ def _length(ivs: list[list[float]], end: float) -> float:
     return total
 
 
+def _moved(xs: list[float], lo: float, dt: float) -> list[float]:
+    """`xs` with every time from `lo` on moved by dt (earlier ones cannot delay anything)."""
+    return [x + dt if x >= lo else x for x in xs]
+
+
 def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Sorted, disjoint unions of row ranges."""
     out: list[list[int]] = []
@@ -262,7 +267,7 @@ class Timing:
         self.busy_ex, self.busy_ld, self.busy_st, self.busy_fixed = _Busy(), _Busy(), _Busy(), _Busy()
         self.busy_fixed.add(0.0, float(preset.kernel_overhead))
         self.extra_busy = [0.0, 0.0, 0.0]  # busy lengths of extrapolated periods (see `skip`)
-        self._recent: tuple | None = None  # the last loop's entries and bases (`_shift_recent`)
+        self._recent: tuple = ()  # the last loop's entries (`_shift_recent`)
         self._handlers = {
             "mvin": lambda a, t: self._mvin(0, a, t),
             "mvin2": lambda a, t: self._mvin(1, a, t),
@@ -393,7 +398,7 @@ class Timing:
         self._entries(lr, i, len(entries))
         self.loop_max_alloc = lr.top
         self.loop_end(fsm)
-        self._recent = (entries, lr.base)
+        self._recent = entries
 
     def _entries(self, lr: _LoopRun, i: int, n: int) -> None:
         """Time entries [i, n) of the running loop."""
@@ -495,7 +500,7 @@ class Timing:
         reservation station, whose completions are the queue contents compared here."""
         floor = self.loop_floor
         now = min(max(self.gen_prev[g], floor) for g in gens)
-        rel = [getattr(self, n) - now for n in self._SCALARS[:9]]
+        rel = [getattr(self, n) - now for n in self._ENGINE_SCALARS]
         rel += [self.gen_prev[g] - now for g in gens]
         rel.append(lr.top - now)
         rel += [x - now for x in self.rd_ring[self.rd_k :] + self.rd_ring[: self.rd_k]]
@@ -527,18 +532,15 @@ class Timing:
         still wait for them."""
         budget = 4 * sum(self.cap) + 16
         spans: tuple[list[tuple[int, int]], list[tuple[int, int]]] = ([], [])
-        sources = [(lr.entries[max(0, upto - budget) : upto], lr.base)]
-        if upto < budget and self._recent is not None:
-            prev, pbase = self._recent
-            sources.append((prev[max(0, len(prev) - (budget - upto)) :], pbase))
-        for part, _ in sources:
-            for op, args, _gen, _gate, _reloc in part:
-                for m, first, end in self._rows_of(op, args):
-                    spans[m].append((first, end))
-        for m, tables in ((0, (self.w[0], self.r[0], self.sp_ex)), (1, (self.w[1], self.acc_ex, self.acc_rd))):
+        recent = list(lr.entries[max(0, upto - budget) : upto])
+        if upto < budget:
+            recent += self._recent[max(0, len(self._recent) - (budget - upto)) :]
+        for op, args, _gen, _gate, _reloc in recent:
+            for m, first, end in self._rows_of(op, args):
+                spans[m].append((first, end))
+        for m, t in self._tables():
             for a, b in _merge(spans[m]):
-                for t in tables:
-                    t[a:b] = [x + dt if x >= lo else x for x in t[a:b]]
+                t[a:b] = _moved(t[a:b], lo, dt)
 
     def _rows_of(self, op: str, args: tuple[int, ...]) -> list[tuple[int, int, int]]:
         """(memory, first row, end row) ranges a command may touch (a superset is harmless: a
@@ -555,11 +557,10 @@ class Timing:
                 span = max(span, self.st_pool[1] * self.st_pool[2])
             out.append((1 if local & IS_ACC else 0, lo, lo + span))
         elif op in ("preload", "compute_preloaded", "compute_accumulated"):
-            for _k, addr in enumerate(args[:2]):
-                if addr == GARBAGE:
-                    continue
-                n = max(args[2:6]) * max(self.a_stride, self.c_stride, 1) + 1
-                out.append((1 if addr & IS_ACC else 0, addr & mask, (addr & mask) + n))
+            n = max(args[2:6]) * max(self.a_stride, self.c_stride, 1) + 1
+            for addr in args[:2]:
+                if addr != GARBAGE:
+                    out.append((1 if addr & IS_ACC else 0, addr & mask, (addr & mask) + n))
         return out
 
     # ------------------------------------------------------------------------------------------
@@ -893,7 +894,7 @@ class Timing:
     # ------------------------------------------------------------------------------------------
     # steady-state extrapolation (zomboss.steady)
     # ------------------------------------------------------------------------------------------
-    _SCALARS = (
+    _ENGINE_SCALARS = (  # the engines' clocks (what a mark inside a loop compares)
         "ld_free",
         "ld_last_done",
         "rd_chan",
@@ -903,6 +904,9 @@ class Timing:
         "st_done",
         "wr_chan",
         "wr_last_ack",
+    )
+    _SCALARS = (  # ... and the CPU's and loop FSMs' (what a mark between CPU iterations compares)
+        *_ENGINE_SCALARS,
         "last_alloc",
         "fsm_busy",
         "loop_floor",
@@ -921,9 +925,10 @@ class Timing:
         "cfg_ex_stall",
     )
 
-    def _tables(self) -> tuple[list[float], ...]:
-        """The per-row dependency tables (the accumulator's `w` and `r` are one list)."""
-        return (self.w[0], self.w[1], self.r[0], self.acc_ex, self.acc_rd, self.sp_ex)
+    def _tables(self) -> tuple[tuple[int, list[float]], ...]:
+        """(memory: 0 scratchpad, 1 accumulator, table) of every per-row dependency table, each
+        once (the accumulator's `w` and `r` are one list)."""
+        return ((0, self.w[0]), (0, self.r[0]), (0, self.sp_ex), (1, self.w[1]), (1, self.acc_ex), (1, self.acc_rd))
 
     def mark(self, sp_half: int = 0, acc_half: int = 0) -> Mark:
         """The timing state at an iteration boundary, relative to the CPU clock, with the
@@ -944,10 +949,10 @@ class Timing:
             live = sorted(x - now for x in heap if x > now)
             rel += live + [-1.0] * (self.cap[q] + 1 - len(live))
         parts = [np.asarray(rel, dtype=np.float64)]
-        for t in self._tables():
+        for m, t in self._tables():
             a = np.asarray(t, dtype=np.float64) - now
             half = len(a) // 2
-            rot = (sp_half if len(t) == len(self.w[0]) else acc_half) * half
+            rot = (acc_half if m else sp_half) * half
             parts.append(np.concatenate((a[rot:], a[:rot])) if rot else a)
         state = np.maximum(np.concatenate(parts), -1.0)
         counters = np.array([float(getattr(self, n)) for n in self._COUNTERS])
@@ -1004,22 +1009,18 @@ class Timing:
                 setattr(self, n, v + dt)
         if self.t_cpu >= lo:
             self.t_cpu += dt
-        self.gen_prev[1:] = [x + dt if x >= lo else x for x in self.gen_prev[1:]]
-        self.rd_ring[:] = [x + dt if x >= lo else x for x in self.rd_ring]
-        self.wr_ring[:] = [x + dt if x >= lo else x for x in self.wr_ring]
+        self.gen_prev[1:] = _moved(self.gen_prev[1:], lo, dt)
+        self.rd_ring[:] = _moved(self.rd_ring, lo, dt)
+        self.wr_ring[:] = _moved(self.wr_ring, lo, dt)
         for k, v in self.slot_free.items():
             if v >= lo:
                 self.slot_free[k] = v + dt
         for heap in self.rs:  # a monotone shift of the larger entries keeps the heap order
-            heap[:] = [x + dt if x >= lo else x for x in heap]
-        seen: set[int] = set()
-        for t in self._tables() if rows else ():
-            if id(t) in seen:
-                continue
-            seen.add(id(t))
+            heap[:] = _moved(heap, lo, dt)
+        for m, t in self._tables() if rows else ():
             a = np.asarray(t, dtype=np.float64)
             a = np.where(a >= lo, a + dt, a)
-            if sp_swap if len(t) == len(self.w[0]) else acc_swap:
+            if acc_swap if m else sp_swap:
                 half = len(a) // 2
                 a = np.concatenate((a[half:], a[:half]))
             t[:] = a.tolist()
