@@ -169,22 +169,28 @@ class _Run:
         tables rotated to the halves the next loop uses), and the instruction counts."""
         assert self.tm is not None
         ws, conv = self.fsm[WS_FSM], self.fsm[CONV_FSM]
-        f = ws if ws.loops else conv
+        f = self.fsm[self._active_fsm()]
         m = self.tm.mark(f.loops % 2, f.acc_half)
         counts = np.array([self.counts[op] for op in self._ops], dtype=np.float64)
         fsm = (ws.loops, ws.flips, conv.loops, conv.flips)
         return replace(m, counters=np.concatenate((m.counters, counts)), linear=(*m.linear, *fsm))
 
+    def _active_fsm(self) -> int:
+        """The unroller the program uses (its slot and accumulator half are what rotate)."""
+        return WS_FSM if self.fsm[WS_FSM].loops else CONV_FSM
+
     def _skip(self, s: steady.Skip) -> None:
+        """Undo `_mark`'s additions: the timing model's part, then the counts and FSM state."""
         assert self.tm is not None
         n, k = len(self.tm._COUNTERS), len(s.linear) - 4
-        ws, _conv = self.fsm[WS_FSM], self.fsm[CONV_FSM]
-        loops, flips = s.linear[k : k + 2] if ws.loops else s.linear[k + 2 :]
+        deltas = {WS_FSM: s.linear[k : k + 2], CONV_FSM: s.linear[k + 2 :]}
+        loops, flips = deltas[self._active_fsm()]
         self.tm.skip(replace(s, counters=s.counters[:n], linear=s.linear[:k]), loops % 2 == 1, flips % 2 == 1)
         for op, c in zip(self._ops, s.counters[n:], strict=True):
             if c:
                 self.counts[op] += round(c)
-        for f, (loops, flips) in zip(self.fsm.values(), (s.linear[k : k + 2], s.linear[k + 2 :]), strict=True):
+        for fsm, (loops, flips) in deltas.items():
+            f = self.fsm[fsm]
             f.loops += loops
             f.flips += flips
             f.acc_half ^= flips % 2
