@@ -18,7 +18,7 @@ elements because the library's conv tiling picks non-multiples of DIM (144, 240)
 
 from __future__ import annotations
 
-import itertools
+import math
 from collections.abc import Mapping as Map
 from dataclasses import dataclass, fields
 from typing import Any
@@ -172,18 +172,19 @@ def library_default(wl: Workload, cfg: GemminiConfig, library: Library | None = 
 def block_loads(order: str, blocks: Map[str, int], dims: str, reuse: bool, buffers: int) -> int:
     """How many times an operand block indexed by `dims` (e.g. "ik" for A) is loaded when the
     block loops run in `order`, keeping up to `buffers` blocks when `reuse` is on (the
-    lowering's buffer policy: a block still held in a buffer is not loaded again)."""
-    held: list[tuple[int, ...] | None] = [None] * buffers
-    cur, loads = buffers - 1, 0
-    for blk in itertools.product(*(range(blocks[x]) for x in order)):
-        b = dict(zip(order, blk, strict=True))
-        key = tuple(b[x] for x in dims)
-        if reuse and key in held:
-            continue
-        cur = (cur + 1) % buffers
-        held[cur] = key
-        loads += 1
-    return loads
+    lowering's buffer policy: a block still held in a buffer is not loaded again, the oldest
+    is replaced).
+
+    Closed form, so that a 20000-cube shape costs nothing: below the loop `x` that does not
+    index the operand, the loops inside it sweep the same L distinct blocks once per x; a
+    FIFO of `buffers` >= L keeps them all after the first sweep, and a smaller one misses on
+    every access of a cyclic sweep. (tests/targets/gemmini/test_mapping.py replays it.)"""
+    sizes = [blocks[d] for d in order]
+    if not reuse:
+        return math.prod(sizes)
+    (pos,) = (n for n, d in enumerate(order) if d not in dims)
+    outer, sweep = math.prod(sizes[:pos]), math.prod(sizes[pos + 1 :])
+    return outer * sweep * (1 if sweep <= buffers else sizes[pos])
 
 
 def _best_order(

@@ -6,11 +6,14 @@ mappings are legal, and every skeleton clingo counts is a different kernel."""
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 from collections import defaultdict
 from dataclasses import fields
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from zomboss.solvers.enumerate import skeletons
 from zomboss.solvers.sizing import SizingModel
 from zomboss.targets.gemmini import TARGET
@@ -176,6 +179,35 @@ def test_block_loads_counts_reuse() -> None:
     assert block_loads("jik", blocks, "ik", True, 1) == 6
     assert block_loads("jik", blocks, "ik", True, 2) == 6
     assert block_loads("ijk", blocks, "ik", False, 1) == 6
+
+
+def _replayed_loads(order: str, blocks: dict[str, int], dims: str, reuse: bool, buffers: int) -> int:
+    """The lowering's buffer policy replayed block by block: a FIFO of `buffers` held blocks."""
+    held: list[tuple[int, ...] | None] = [None] * buffers
+    cur, loads = buffers - 1, 0
+    for blk in itertools.product(*(range(blocks[x]) for x in order)):
+        key = tuple(dict(zip(order, blk, strict=True))[x] for x in dims)
+        if reuse and key in held:
+            continue
+        cur = (cur + 1) % buffers
+        held[cur] = key
+        loads += 1
+    return loads
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    order=st.sampled_from(["ijk", "ikj", "jik", "jki", "kij", "kji"]),
+    ni=st.integers(1, 5),
+    nj=st.integers(1, 5),
+    nk=st.integers(1, 5),
+    dims=st.sampled_from(["ik", "kj"]),
+    reuse=st.booleans(),
+    buffers=st.integers(1, 8),
+)
+def test_block_loads_closed_form_equals_the_replayed_buffers(order, ni, nj, nk, dims, reuse, buffers) -> None:
+    blocks = {"i": ni, "j": nj, "k": nk}
+    assert block_loads(order, blocks, dims, reuse, buffers) == _replayed_loads(order, blocks, dims, reuse, buffers)
 
 
 # ---------------------------------------------------------------------------- clingo + CP-SAT
