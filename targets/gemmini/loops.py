@@ -134,20 +134,24 @@ def _block_layout(entries: tuple[Entry, ...]) -> _Layout | None:
     return layout
 
 
-def _timing_shape(e: Entry, start: int, row_mask: int) -> tuple:
-    """What the timing model sees of an entry besides its addresses: the op, generator,
-    relocation and gate (relative to the group's start when it points inside the group), the
-    DRAM offset's alignment and zero-ness, a local address's flag bits (or GARBAGE), and every
-    other operand."""
-    op, args, gen, gate, reloc = e
-    g = (gate - start,) if gate >= start else gate
+def _timing_shape(e: Entry, row_mask: int) -> tuple:
+    """What the timing model sees of an entry besides its addresses and its gate: the op,
+    generator and relocation, the DRAM offset's alignment and zero-ness, a local address's
+    flag bits (or GARBAGE), and every other operand."""
+    op, args, gen, _gate, reloc = e
     if op in ("mvin", "mvin2", "mvin3", "mvout"):
         shape = (args[0] % 64, args[0] == 0 and not reloc, args[1] & ~row_mask, *args[2:])
     elif op in ("preload", "compute_preloaded", "compute_accumulated"):
         shape = (*(a if a == GARBAGE else a & ~row_mask for a in args[:2]), *args[2:])
     else:
         shape = args
-    return (op, gen, reloc, g, shape)
+    return (op, gen, reloc, shape)
+
+
+def _gates(gates: np.ndarray, start: int) -> np.ndarray:
+    """Gates as a group starting at `start` sees them: relative to its start when they point
+    at or after it, else absolute (encoded as -2 - gate, so the two never collide)."""
+    return np.where(gates >= start, gates - start, -2 - gates)
 
 
 def alike_segments(entries: list[Entry], starts: list[int], row_mask: int, max_group: int = 4) -> tuple[Segment, ...]:
@@ -155,8 +159,13 @@ def alike_segments(entries: list[Entry], starts: list[int], row_mask: int, max_g
 
     `starts` are the first entries of successive iterations, then the end of the last. A
     group is `g` iterations (g <= max_group: e.g. an A mvin every four k steps); groups are
-    alike when their entries' timing shapes match pairwise."""
+    alike when their entries' timing shapes and gates (relative to the group) match pairwise."""
     n = len(starts) - 1
+    if n < 3:
+        return ()
+    lo, hi = starts[0], starts[-1]
+    shapes = [_timing_shape(e, row_mask) for e in entries[lo:hi]]  # each entry's once
+    gates = np.fromiter((e[3] for e in entries[lo:hi]), dtype=np.int64, count=hi - lo)
     out: list[Segment] = []
     i = 0
     while i < n:
@@ -165,13 +174,13 @@ def alike_segments(entries: list[Entry], starts: list[int], row_mask: int, max_g
             if i + 3 * g > n:
                 break
             a, length = starts[i], starts[i + g] - starts[i]
-            ref = [_timing_shape(e, a, row_mask) for e in entries[a : a + length]]
+            ref, ref_gates = shapes[a - lo : a - lo + length], _gates(gates[a - lo : a - lo + length], a)
             groups = 1
             while i + (groups + 1) * g <= n:
                 b = starts[i + groups * g]
-                if starts[i + (groups + 1) * g] - b != length:
+                if starts[i + (groups + 1) * g] - b != length or shapes[b - lo : b - lo + length] != ref:
                     break
-                if any(_timing_shape(e, b, row_mask) != r for e, r in zip(entries[b : b + length], ref, strict=True)):
+                if not np.array_equal(_gates(gates[b - lo : b - lo + length], b), ref_gates):
                     break
                 groups += 1
             if groups >= 3 and (best is None or groups * g > best[0]):

@@ -53,6 +53,12 @@ def kb_checker(cfg: GemminiConfig) -> Checker:
     return Checker(cfg.kb())
 
 
+# Consecutive iterations' durations may differ by 0.1-0.3 %: DRAM row-buffer state, left out
+# of the mark (it depends on absolute addresses), shifts a few row misses between them. The
+# skip averages the last two periods, so the error stays within that jitter.
+POLICY = steady.Policy(rtol=3e-3)
+
+
 class _Run:
     """One simulation: the engines and the per-instruction pipeline."""
 
@@ -84,7 +90,7 @@ class _Run:
         timed_only = bool(extrapolate) and self.tm is not None and self.machine is None
         self.extrapolating = timed_only and self.checker is None
         self.extrapolating_loops = timed_only
-        self.policy = steady.Policy()
+        self.policy = POLICY
         self.steady = steady.Report()  # over the program's loop nest
         self.steady_loops = steady.Report()  # over the FSM loops inside loop_ws / loop_conv_ws
         self._ops = tuple(sorted(queues()))

@@ -956,10 +956,20 @@ class Timing:
             parts.append(np.concatenate((a[rot:], a[:rot])) if rot else a)
         state = np.maximum(np.concatenate(parts), -1.0)
         counters = np.array([float(getattr(self, n)) for n in self._COUNTERS])
-        return Mark(now, state, counters, tuple(self.loop_count), self._key())
+        return Mark(now, state, counters, tuple(self.loop_count), self._key(sp_half))
 
-    def _key(self) -> tuple:
-        """The discrete state that must repeat exactly for a steady state."""
+    def _half_banks(self) -> int:
+        """Banks per scratchpad half (0 when a half does not end on a bank boundary: then a
+        bank cannot be told relative to the half)."""
+        half = len(self.w[0]) // 2
+        return half // self.bank_rows if half % self.bank_rows == 0 and half else 0
+
+    def _key(self, sp_half: int = 0) -> tuple:
+        """The discrete state that must repeat exactly for a steady state; the last A bank
+        is told relative to the scratchpad half the next loop uses, as the tables are."""
+        bank, hb = self.prev_a_bank, self._half_banks()
+        if bank >= 0 and hb and sp_half:
+            bank = (bank + hb) % (2 * hb)
         return (
             self.pend is not None,
             self.ws,
@@ -967,7 +977,7 @@ class Timing:
             self.b_t,
             self.a_stride,
             self.c_stride,
-            self.prev_a_bank,
+            bank,
             self.prev_feed,
             tuple(self.configuring),
             tuple(self.ld_stride),
@@ -1024,6 +1034,8 @@ class Timing:
                 half = len(a) // 2
                 a = np.concatenate((a[half:], a[:half]))
             t[:] = a.tolist()
+        if sp_swap and self.prev_a_bank >= 0 and (hb := self._half_banks()):
+            self.prev_a_bank = (self.prev_a_bank + hb) % (2 * hb)
         c = s.counters
         for i, n in enumerate(self._COUNTERS):
             v = getattr(self, n)
