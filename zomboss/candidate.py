@@ -6,11 +6,13 @@ simulated with every rule checked and verified against NumPy. Nothing here knows
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from zomboss.errors import ZombossError
 from zomboss.inputs import MAX_INSTRUCTIONS, TooLargeToVerify
 from zomboss.mapping import Mapping
 from zomboss.results import KernelResult
-from zomboss.target import Evaluation, Mode, Params, Target
+from zomboss.target import Evaluation, Instance, Mode, Params, SampledVerifier, Target
 from zomboss.workload import Workload
 
 
@@ -51,18 +53,23 @@ def kernel_result(
     )
 
 
-VERIFY = ("auto", "full", "none")
+VERIFY = ("auto", "full", "sampled", "none")
 MAX_VERIFIED_INSTRUCTIONS = MAX_INSTRUCTIONS  # what `auto` still verifies functionally
 
 
-def default_result(t: Target, wl: Workload, params: Params, verify: str = "full") -> KernelResult:
-    """Candidate-0 of `wl`: verified (`full`), timed only (`none`), or `auto`: verified unless
-    its operands are too large to allocate or its timing-only run executes more than
+def default_result(
+    t: Target, wl: Workload, params: Params, verify: str = "full", samples: int = 8, seed: int = 0
+) -> KernelResult:
+    """Candidate-0 of `wl`: verified (`full`), timed only (`none`), timed with `samples` output
+    blocks verified (`sampled`, targets that can slice a kernel), or `auto`: verified unless its
+    operands are too large to allocate or its timing-only run executes more than
     MAX_VERIFIED_INSTRUCTIONS (then timed only, and the result says why)."""
     if verify not in VERIFY:
         raise ZombossError(f"--verify {verify!r}: expected one of {', '.join(VERIFY)}")
     inst = t.instance(wl, params, seed=0)
     m = library_default(t, wl, params)
+    if verify == "sampled":
+        return _sampled_result(t, wl, params, inst, m, samples, seed)
     reason = None
     if verify != "full":
         timed = t.evaluate(inst, m, Mode.TIMING)
@@ -88,3 +95,18 @@ def default_result(t: Target, wl: Workload, params: Params, verify: str = "full"
         extra["verify_reason"] = reason
     sims = len(seeds) if not reason else 1
     return kernel_result(t, wl, ev, params, default_cycles=ev.cycles, simulations=sims, extra=extra)
+
+
+def _sampled_result(
+    t: Target, wl: Workload, params: Params, inst: Instance, m: Mapping, samples: int, seed: int
+) -> KernelResult:
+    """Timing of the whole kernel, verification of a sample of its output blocks."""
+    if not isinstance(t, SampledVerifier):
+        raise ZombossError(f"--verify sampled: the {t.name} target verifies whole kernels only (use full or none)")
+    if samples < 1:
+        raise ZombossError(f"--samples {samples}: expected at least 1")
+    timed = t.evaluate(inst, m, Mode.TIMING)
+    verified, report = t.verify_sampled(inst, m, samples, seed)
+    extra: dict[str, object] = {"candidate": "library", "verify": "sampled", "sampled": {**report, "seed": seed}}
+    res = kernel_result(t, wl, timed, params, default_cycles=timed.cycles, extra=extra)
+    return replace(res, verified=verified)

@@ -161,7 +161,7 @@ def cmd_default(args: argparse.Namespace) -> int:
 
     t = get_target(args.target)
     wl = t.workload(args.workload)
-    res = default_result(t, wl, _param_overrides(args.param), args.verify)
+    res = default_result(t, wl, _param_overrides(args.param), args.verify, args.samples, args.seed)
     d = res.to_json()
     _emit(args, d, _result_text(d))
     return 1 if res.verified is False else 0  # null: timed only, as the result says
@@ -494,12 +494,16 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("workload", help="suite id (e.g. mm512) or OP:KEY=VALUE,...")
     d.add_argument(
         "--verify",
-        choices=("auto", "full", "none"),
+        choices=("auto", "full", "sampled", "none"),
         default="auto",
         help="full: functional simulation against NumPy; none: timing only (steady loops extrapolated); "
+        "sampled: timing only, and --samples output blocks (the first, the last, random ones) "
+        "simulated functionally and compared with NumPy; "
         "auto (default): full unless the operands are too large to allocate or the kernel executes "
         "more than 20M instructions (then timing only, and the result says why)",
     )
+    d.add_argument("--samples", type=int, default=8, help="output blocks --verify sampled checks (default 8)")
+    d.add_argument("--seed", type=int, default=0, help="the seed of the sampled blocks and their inputs")
     d.set_defaults(fn=cmd_default)
 
     sp = sub.add_parser("space", parents=[common], help="the mapping space: knobs, domains, constraints, skeletons")

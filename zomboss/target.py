@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from zomboss.errors import ZombossError
 from zomboss.knowledge import KB
@@ -71,6 +71,19 @@ class Evaluation:
     wall_s: float
     seed: int = 0
     report: Mapping[str, Any] = field(default_factory=dict)  # target facts: counts, bytes, gates, other timing modes
+
+
+@runtime_checkable
+class SampledVerifier(Protocol):
+    """A target that can verify a sample of a kernel's output blocks (`--verify sampled`)."""
+
+    def verify_sampled(
+        self, inst: Instance, mapping: KnobMapping, samples: int, seed: int
+    ) -> tuple[bool, Mapping[str, object]]:
+        """Functionally simulate the part of the kernel that computes `samples` output blocks
+        (seed-chosen, always the first and the last) on fresh random inputs and compare them
+        with NumPy: (all equal, what was checked)."""
+        ...
 
 
 class Target(Protocol):

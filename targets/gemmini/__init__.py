@@ -24,6 +24,7 @@ from zomboss.targets.gemmini.kernels import bound_cycles, run
 from zomboss.targets.gemmini.lowering import lower
 from zomboss.targets.gemmini.mapping import exo_style, library_default
 from zomboss.targets.gemmini.presets import DEFAULT_PRESET, PRESETS
+from zomboss.targets.gemmini.sampled import verify_sampled
 from zomboss.targets.gemmini.simulator import SimResult, dynamic_stream, simulate
 from zomboss.targets.gemmini.suite import SCHEMAS, SUITE, workload
 from zomboss.targets.gemmini.timing import BREAKDOWN
@@ -124,6 +125,13 @@ class GemminiTarget:
                 **({"extrapolation": sim.stats["extrapolation"]} if "extrapolation" in sim.stats else {}),
             },
         )
+
+    def verify_sampled(
+        self, inst: Instance, mapping: KnobMapping, samples: int, seed: int
+    ) -> tuple[bool, Mapping[str, object]]:
+        """`sampled.verify_sampled` on the default preset's platform."""
+        check = verify_sampled(_gemmini(inst), mapping, DEFAULT_PRESET, samples, seed)
+        return check.verified, check.to_json()
 
     def bound(self, wl: Workload, params: Params, mapping: KnobMapping | None = None) -> int:
         """The roofline: max(array cycles after padding to DIM, least DRAM traffic / bandwidth of

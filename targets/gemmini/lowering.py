@@ -25,7 +25,7 @@ reads every stride-th input pixel of a window row.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Protocol
 
 from zomboss.targets.gemmini.config import GemminiConfig
@@ -49,17 +49,25 @@ class LoweringError(ZombossError):
     """A lowering request whose parts do not fit together (e.g. conv buffers for a matmul)."""
 
 
-def lower(mapping: Mapping, wl: Workload, bufs: Buffers, cfg: GemminiConfig) -> Program:
-    """Lower a mapping for `wl` on `cfg`; raises IllegalMapping when it breaks a doc constraint."""
+def lower(
+    mapping: Mapping, wl: Workload, bufs: Buffers, cfg: GemminiConfig, blocks: frozenset[Block] | None = None
+) -> Program:
+    """Lower a mapping for `wl` on `cfg`; raises IllegalMapping when it breaks a doc constraint.
+
+    `blocks`: only the hardware loops that compute these output blocks (`output_blocks`),
+    with every reduction step, and those that first load an operand block they reuse pinned
+    (`slice_closure`), in program order: the slice sampled verification runs."""
     kb = cfg.kb()
     space(kb, wl.op).check(kb, mapping, wl.shape)
     m = view(mapping)
+    if blocks is not None and m.loop != "hw":
+        raise LoweringError("only a hardware-loop mapping (loop=hw) can be lowered for some output blocks")
     out = _Out()
     if isinstance(m, MatmulView):
         if not isinstance(bufs, MatmulBuffers):
             raise LoweringError(f"a matmul mapping needs MatmulBuffers, got {type(bufs).__name__}")
         if m.loop == "hw":
-            _matmul_hw(out, m, wl, bufs, cfg)
+            _matmul_hw(out, m, wl, bufs, cfg, blocks)
         else:
             op = _MatmulOp(m, wl, bufs, cfg)
             _Stream(out, m, op, cfg, wl["relu"], bufs.scale_bits, WS if m.dataflow == "ws" else OS).run()
@@ -67,7 +75,7 @@ def lower(mapping: Mapping, wl: Workload, bufs: Buffers, cfg: GemminiConfig) -> 
         if not isinstance(bufs, ConvBuffers):
             raise LoweringError(f"a conv mapping needs ConvBuffers, got {type(bufs).__name__}")
         if m.loop == "hw":
-            _conv_hw(out, m, wl, bufs, cfg)
+            _conv_hw(out, m, wl, bufs, cfg, blocks)
         else:
             _Stream(out, m, _ConvOp(m, wl, bufs, cfg), cfg, wl["relu"], bufs.scale_bits, WS).run()
     meta = {"workload": wl.id, "mapping": mapping.to_json(), "buffers": bufs.__dict__.copy()}
@@ -106,7 +114,9 @@ def _config_st(out: _Out, stride: int, relu: int, scale_bits: int) -> None:
 # ---------------------------------------------------------------------------- hardware loops
 
 
-def _matmul_hw(out: _Out, m: MatmulView, wl: Workload, bufs: MatmulBuffers, cfg: GemminiConfig) -> None:
+def _matmul_hw(
+    out: _Out, m: MatmulView, wl: Workload, bufs: MatmulBuffers, cfg: GemminiConfig, blocks: frozenset[Block] | None
+) -> None:
     """loop_ws per block, as tiled_matmul_outer issues it, for any legal order and reuse: a
     loop nest in the mapping's order whose iterations are alike except at the edges."""
     d = cfg.dim
@@ -158,8 +168,57 @@ def _matmul_hw(out: _Out, m: MatmulView, wl: Workload, bufs: MatmulBuffers, cfg:
         # spad id depends on the index itself
         return (t == 0, t == nblk[x] - 1, t if x in pinned else None)
 
-    out.instrs.append(_nest([nblk[x] for x in order], leaf, alike))
+    trips = [nblk[x] for x in order]
+    if blocks is None:
+        out.instrs.append(_nest(trips, leaf, alike))
+    else:
+        out.instrs.extend(_slice(order, trips, leaf, ("i", "j"), slice_closure(m, blocks)))
     out.emit("fence")
+
+
+Block = tuple[int, ...]  # an output block: (i, j) for a matmul, (b, r, c, o) for a conv
+
+
+def output_blocks(m: MatmulView | ConvView, wl: Workload, cfg: GemminiConfig) -> tuple[tuple[int, int], ...]:
+    """Per output dim (matmul i, j; conv b, r, c, o): (number of blocks, block extent), where the
+    extent is in rows/columns (matmul) or batch images, output rows, columns, channels (conv)."""
+    d = cfg.dim
+    if isinstance(m, MatmulView):
+        return ((cdiv(wl["M"], m.tile_i * d), m.tile_i * d), (cdiv(wl["N"], m.tile_j * d), m.tile_j * d))
+    oh, ow = conv_out_dims(wl)
+    steps = (m.tile_b, m.tile_orows, m.tile_ocols, m.tile_och)
+    return tuple((cdiv(n, s), s) for n, s in zip((wl["N"], oh, ow, wl["K"]), steps, strict=True))
+
+
+def slice_closure(m: MatmulView | ConvView, blocks: frozenset[Block]) -> frozenset[Block]:
+    """`blocks` and the blocks whose loops first load a pinned operand block they reuse: the
+    library pins A at j = 0 and B at i = 0 (conv: the input at o = 0, the weights at the first
+    batch and pixel tile), and later loops skip those loads."""
+    out = set(blocks)
+    if isinstance(m, MatmulView):
+        if m.reuse_a:
+            out |= {(i, 0) for i, _j in blocks}
+        if m.reuse_b:
+            out |= {(0, j) for _i, j in blocks}
+    else:
+        if m.reuse_a:
+            out |= {(b, r, c, 0) for b, r, c, _o in blocks}
+        if m.reuse_b:
+            out |= {(0, 0, 0, o) for *_brc, o in blocks}
+    return frozenset(out)
+
+
+def _slice(
+    order: Sequence[str],
+    trips: list[int],
+    leaf: Callable[[tuple[int, ...]], tuple[Instr, ...]],
+    out_dims: Sequence[str],
+    keep: frozenset[Block],
+) -> list[Instr]:
+    """The leaves of the nest (in its order) whose output block is in `keep`."""
+    at = [order.index(x) for x in out_dims]
+    ranges = [range(n) for n in trips]
+    return [ins for idx in itertools.product(*ranges) if tuple(idx[a] for a in at) in keep for ins in leaf(idx)]
 
 
 def _first_use_id(b: dict[str, int], dims: list[str], nblk: dict[str, int]) -> int:
@@ -189,7 +248,9 @@ def _nest(
     return level(0, ())
 
 
-def _conv_hw(out: _Out, m: ConvView, wl: Workload, bufs: ConvBuffers, cfg: GemminiConfig) -> None:
+def _conv_hw(
+    out: _Out, m: ConvView, wl: Workload, bufs: ConvBuffers, cfg: GemminiConfig, blocks: frozenset[Block] | None
+) -> None:
     """loop_conv_ws per tile in tiled_conv's b, orow, ocol, och, krow, kcol, kch order, with
     its window/padding arithmetic (reference §6.2), its operand pinning, and the mapping's
     choice of the downsample path and of first-layer pixel packing (the dev library takes
@@ -279,7 +340,11 @@ def _conv_hw(out: _Out, m: ConvView, wl: Workload, bufs: ConvBuffers, cfg: Gemmi
             extra = (extra, pads("r" if x == "kr" else "c", idx[1 if x == "kr" else 2], t))
         return (t == 0, t == nt[x] - 1, extra)
 
-    out.instrs.append(_nest([nt[x] for x in dims], leaf, alike))
+    trips = [nt[x] for x in dims]
+    if blocks is None:
+        out.instrs.append(_nest(trips, leaf, alike))
+    else:
+        out.instrs.extend(_slice(dims, trips, leaf, ("b", "r", "c", "o"), slice_closure(m, blocks)))
     out.emit("fence")
 
 
