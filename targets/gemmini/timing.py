@@ -267,7 +267,7 @@ class Timing:
         self.busy_ex, self.busy_ld, self.busy_st, self.busy_fixed = _Busy(), _Busy(), _Busy(), _Busy()
         self.busy_fixed.add(0.0, float(preset.kernel_overhead))
         self.extra_busy = [0.0, 0.0, 0.0]  # busy lengths of extrapolated periods (see `skip`)
-        self._recent: tuple = ()  # the last loop's entries (`_shift_recent`)
+        self._recent: tuple = ()  # the last loop's entries
         self._handlers = {
             "mvin": lambda a, t: self._mvin(0, a, t),
             "mvin2": lambda a, t: self._mvin(1, a, t),
@@ -486,7 +486,7 @@ class Timing:
             last = [x + dtp * sk.periods for x in iss[len(iss) - period :]]
             iss.extend(last[:1] * (n - period))
             iss.extend(last)
-            self._shift_recent(lr, start + at[0] * length, sk.dt, sk.since - 1.0)
+            self._translate_recent(lr, start, start + at[0] * length, n, sk.dt, sk.since - 1.0)
             self.skip(sk, rows=False)
             lr.top += sk.dt
             at[0] += sk.iterations
@@ -524,23 +524,35 @@ class Timing:
             GEN_ST: [self.st_done, self.wr_chan, self.wr_last_ack, *self.wr_ring, *self.rs[ST]],
         }
 
-    def _shift_recent(self, lr: _LoopRun, upto: int, dt: float, lo: float) -> None:
-        """Shift the pending (>= lo) table rows the most recent commands touched (this loop's
-        before `upto`, then the previous loop's tail): only commands still in a reservation
-        station can have a pending row, and there are at most the queues' capacities of them.
-        Rows before `lo` stay: a later loop's generators, whose clocks start at the CPU's, may
-        still wait for them."""
+    def _translate_recent(self, lr: _LoopRun, first: int, upto: int, n: int, dt: float, lo: float) -> None:
+        """After a skip of the `n` entries from `upto` on (whole periods of the run that starts at
+        entry `first`): each still-pending row (>= lo) of the run's most recent commands moves,
+        later by dt, to the same place in the rows of its counterpart `n` entries on, the
+        command that would be pending now; the original rows keep their real times. Where the
+        counterpart touches the same rows (an accumulator tile written every period) this is
+        a shift in place; where the rows advance with the run (each group reads other input
+        rows) a shift in place would leave those rows busy into the future and delay whatever
+        loads them next. Only commands still in a reservation station can have a pending row,
+        and there are at most the queues' capacities of them; commands before the run keep
+        their times (a steady period has none pending: the marks compare the queues)."""
         budget = 4 * sum(self.cap) + 16
-        spans: tuple[list[tuple[int, int]], list[tuple[int, int]]] = ([], [])
-        recent = list(lr.entries[max(0, upto - budget) : upto])
-        if upto < budget:
-            recent += self._recent[max(0, len(self._recent) - (budget - upto)) :]
-        for op, args, _gen, _gate, _reloc in recent:
-            for m, first, end in self._rows_of(op, args):
-                spans[m].append((first, end))
-        for m, t in self._tables():
-            for a, b in _merge(spans[m]):
-                t[a:b] = _moved(t[a:b], lo, dt)
+        tables = self._tables()
+        moves: list[tuple[list[float], int, list[float]]] = []
+        for i in range(max(first, upto - budget), upto):
+            (op, args, *_), (op2, args2, *_) = lr.entries[i], lr.entries[i + n]
+            for (m, a, b), (m2, a2, b2) in zip(self._rows_of(op, args), self._rows_of(op2, args2), strict=True):
+                if m != m2 or b - a != b2 - a2:  # (alike groups have the same spans; be safe)
+                    a2, b2 = a, b
+                for mem, t in tables:
+                    if mem != m:
+                        continue
+                    k = min(b - a, len(t) - a, len(t) - a2)  # (a superset span may pass the table's end)
+                    src = t[a : a + k]
+                    if any(v >= lo for v in src):
+                        dst = t[a2 : a2 + k]
+                        moves.append((t, a2, [v + dt if v >= lo else d for v, d in zip(src, dst, strict=True)]))
+        for t, a2, vals in moves:
+            t[a2 : a2 + len(vals)] = vals
 
     def _rows_of(self, op: str, args: tuple[int, ...]) -> list[tuple[int, int, int]]:
         """(memory, first row, end row) ranges a command may touch (a superset is harmless: a
