@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
@@ -305,10 +306,12 @@ class _Builder:
             return [{names[0]: v} for v in range(lo, hi + 1)]
         out = []
         for val in (x for x in fam.children if isinstance(x, Tree) and x.data == "fam_val"):
-            atoms = [a.children[0] for a in val.children]
+            atoms: list[Any] = [a.children[0] for a in val.children]
             vals: list[str | int] = [(_int(str(a)) or 0) if a.type == "INT" else str(a) for a in atoms]
             if len(vals) != len(names):
-                raise DocError(f"{self.loc(val).pos}: a family member gives {len(vals)} value(s) for {len(names)} name(s)")
+                raise DocError(
+                    f"{self.loc(val).pos}: a family member gives {len(vals)} value(s) for {len(names)} name(s)"
+                )
             out.append(dict(zip(names, vals, strict=True)))
         return out
 
@@ -323,13 +326,13 @@ class _Builder:
                 raise DocError(f"{self.loc(iname).pos}: {{{parts[1]}}} names no variable of the instruction's family")
             name = parts[0] + str(fenv[parts[1]]) + (parts[2] if len(parts) > 2 else "")
             family = parts[0] + "{" + parts[1] + "}" + (parts[2] if len(parts) > 2 else "")
-        subst = {k: (ex.Int(v) if isinstance(v, int) else ex.Sym(v)) for k, v in fenv.items()}
+        subst = {k: (ex.Int(v) if isinstance(v, int) else ex.Ref((v,))) for k, v in fenv.items()}
 
-        def E(x: Tree | Token) -> ex.Expr:
+        def E(x: Any) -> ex.Expr:
             e = self.expr(x)
             return ex.substitute(e, subst) if subst else e
 
-        def N(x: Token) -> str:  # a memory, view, unit, queue or layout name; family variables stand for their value
+        def N(x: Any) -> str:  # a memory, view, unit, queue or layout name; family variables stand for their value
             n = str(x)
             return str(fenv[n]).lower() if n in fenv else n
 
@@ -400,7 +403,7 @@ class _Builder:
             )
         )
 
-    def _effect(self, t: Tree, E: Callable[[Tree | Token], ex.Expr], N: Callable[[Token], str]) -> dm.Effect:
+    def _effect(self, t: Tree, E: Callable[[Any], ex.Expr], N: Callable[[Any], str]) -> dm.Effect:
         loops: list[dm.EffLoop] = []
         lets: list[tuple[str, ex.Expr]] = []
         assigns: list[dm.Assign] = []
