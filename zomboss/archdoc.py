@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
@@ -286,43 +288,100 @@ class _Builder:
 
     def s_instr(self, t: Tree) -> None:
         c = t.children
-        name = str(c[0])
+        fam = next((x for x in c if isinstance(x, Tree) and x.data in ("fam_set", "fam_range")), None)
+        if fam is None:
+            self._instr(t, {})
+            return
+        for env in self._family(fam):
+            self._instr(t, env)
+
+    def _family(self, fam: Tree) -> list[dict[str, str | int]]:
+        """Each member's values of the family variables (`for k in 0..2`, `for m, u in {(a, b), ...}`)."""
+        names = [str(x) for x in fam.children if isinstance(x, Token) and x.type == "NAME"]
+        if fam.data == "fam_range":
+            ints = [x for x in fam.children if isinstance(x, Token) and x.type == "INT"]
+            lo, hi = (_int(str(x)) for x in ints)
+            if lo is None or hi is None or hi < lo or hi - lo >= 1024:
+                raise DocError(f"{self.loc(fam).pos}: a family range is lo..hi with at most 1024 members")
+            return [{names[0]: v} for v in range(lo, hi + 1)]
+        out = []
+        for val in (x for x in fam.children if isinstance(x, Tree) and x.data == "fam_val"):
+            atoms: list[Any] = [a.children[0] for a in val.children]
+            vals: list[str | int] = [(_int(str(a)) or 0) if a.type == "INT" else str(a) for a in atoms]
+            if len(vals) != len(names):
+                raise DocError(
+                    f"{self.loc(val).pos}: a family member gives {len(vals)} value(s) for {len(names)} name(s)"
+                )
+            out.append(dict(zip(names, vals, strict=True)))
+        return out
+
+    def _instr(self, t: Tree, fenv: dict[str, str | int]) -> None:
+        c = t.children
+        iname = c[0]
+        parts = [str(x) for x in iname.children]
+        name = parts[0]
+        family = ""
+        if len(parts) > 1:
+            if parts[1] not in fenv:
+                raise DocError(f"{self.loc(iname).pos}: {{{parts[1]}}} names no variable of the instruction's family")
+            name = parts[0] + str(fenv[parts[1]]) + (parts[2] if len(parts) > 2 else "")
+            family = parts[0] + "{" + parts[1] + "}" + (parts[2] if len(parts) > 2 else "")
+        subst = {k: (ex.Int(v) if isinstance(v, int) else ex.Ref((v,))) for k, v in fenv.items()}
+
+        def E(x: Any) -> ex.Expr:
+            e = self.expr(x)
+            return ex.substitute(e, subst) if subst else e
+
+        def N(x: Any) -> str:  # a memory, view, unit, queue or layout name; family variables stand for their value
+            n = str(x)
+            return str(fenv[n]).lower() if n in fenv else n
+
         operands: list[dm.Operand] = []
-        unit, latency = "", None
+        unit, latency, macro = "", None, ""
         uses: list[dm.Uses] = []
         lets: list[tuple[str, ex.Expr]] = []
         reads: list[dm.Access] = []
         writes: list[dm.Access] = []
         sets: list[dm.Setter] = []
+        pops: list[dm.TokenOp] = []
+        pushes: list[dm.TokenOp] = []
+        effects: list[dm.Effect] = []
         for x in c[1:]:
             if not isinstance(x, Tree):
                 continue
             k = x.data
             xc = x.children
             if k == "op_int":
-                operands.append(dm.Operand(str(xc[0]), "int", self.expr(xc[1]), self.expr(xc[2])))
+                operands.append(dm.Operand(str(xc[0]), "int", E(xc[1]), E(xc[2])))
             elif k == "op_named":
-                operands.append(dm.Operand(str(xc[0]), str(xc[1])))
+                operands.append(dm.Operand(str(xc[0]), N(xc[1])))
             elif k == "c_unit":
-                unit = str(xc[0])
+                unit = N(xc[0])
             elif k == "c_uses":
-                idx = self.expr(xc[1].children[0]) if len(xc) == 3 else None
+                idx = E(xc[1].children[0]) if len(xc) == 3 else None
                 uses.append(dm.Uses(str(xc[0]), idx, str(xc[-1])))
             elif k == "c_let":
-                lets.append((str(xc[0]), self.expr(xc[1])))
+                lets.append((str(xc[0]), E(xc[1])))
             elif k in ("c_reads", "c_writes"):
-                when = self.expr(xc[3].children[0]) if len(xc) > 3 else None
-                acc = dm.Access(str(xc[0]), self.expr(xc[1]), self.expr(xc[2]), when, self.loc(x))
+                when = E(xc[3].children[0]) if len(xc) > 3 else None
+                acc = dm.Access(N(xc[0]), E(xc[1]), E(xc[2]), when, self.loc(x))
                 (reads if k == "c_reads" else writes).append(acc)
             elif k == "c_sets":
                 for s in xc:
                     sc = s.children
                     if len(sc) == 4:
-                        sets.append(dm.Setter(str(sc[0]), self.expr(sc[1].children[0]), str(sc[2]), self.expr(sc[3])))
+                        sets.append(dm.Setter(str(sc[0]), E(sc[1].children[0]), str(sc[2]), E(sc[3])))
                     else:
-                        sets.append(dm.Setter(str(sc[0]), None, str(sc[1]), self.expr(sc[2])))
+                        sets.append(dm.Setter(str(sc[0]), None, str(sc[1]), E(sc[2])))
             elif k == "c_latency":
-                latency = self.expr(xc[0])
+                latency = E(xc[0])
+            elif k in ("c_pops", "c_pushes"):
+                tok = dm.TokenOp(N(xc[0]), E(xc[1].children[0]) if len(xc) > 1 else None)
+                (pops if k == "c_pops" else pushes).append(tok)
+            elif k == "c_effect":
+                effects.append(self._effect(x, E, N))
+            elif k == "c_macro":
+                macro = str(xc[0])[1:-1]
         self.doc.instrs.append(
             dm.Instr(
                 name,
@@ -336,8 +395,61 @@ class _Builder:
                 tuple(sets),
                 latency,
                 self.loc(t),
+                tuple(pops),
+                tuple(pushes),
+                tuple(effects),
+                macro,
+                family,
             )
         )
+
+    def _effect(self, t: Tree, E: Callable[[Any], ex.Expr], N: Callable[[Any], str]) -> dm.Effect:
+        loops: list[dm.EffLoop] = []
+        lets: list[tuple[str, ex.Expr]] = []
+        assigns: list[dm.Assign] = []
+        for x in t.children:
+            if not isinstance(x, Tree):
+                continue
+            if x.data == "eff_loops":
+                for lp in x.children:
+                    lc = lp.children
+                    if lp.data == "loop_count":
+                        loops.append(dm.EffLoop(str(lc[0]), E(lc[1])))
+                    else:
+                        loops.append(dm.EffLoop(str(lc[0]), None, N(lc[1]), E(lc[2]), E(lc[3]), N(lc[4])))
+            elif x.data == "eff_let":
+                lets.append((str(x.children[0]), E(x.children[1])))
+            elif x.data == "eff_assign":
+                xc = x.children
+                args: list[dm.TArg] = []
+                when = None
+                for a in xc[3:]:
+                    if isinstance(a, Tree) and a.data == "when":
+                        when = E(a.children[0])
+                    elif isinstance(a, Tree) and a.data == "ta_ref":
+                        args.append(dm.TArg("ref", N(a.children[0]), E(a.children[1])))
+                    elif isinstance(a, Tree) and a.data == "ta_opt":
+                        args.append(dm.TArg("opt", str(a.children[0]), E(a.children[1])))
+                    elif isinstance(a, Tree) and a.data == "ta_val":
+                        args.append(dm.TArg("val", "", E(a.children[0])))
+                assigns.append(dm.Assign(N(xc[0]), E(xc[1]), str(xc[2]), tuple(args), when, self.loc(x)))
+        return dm.Effect(tuple(loops), tuple(lets), tuple(assigns), self.loc(t))
+
+    def _decl(self, t: Tree, kind: str) -> None:
+        c = t.children
+        self.doc.decls.append(dm.Decl(kind, str(c[0]), self._kvs(c[1:]), self.loc(t)))
+
+    def s_view(self, t: Tree) -> None:
+        self._decl(t, "view")
+
+    def s_tensor(self, t: Tree) -> None:
+        self._decl(t, "tensor")
+
+    def s_queue(self, t: Tree) -> None:
+        self._decl(t, "queue")
+
+    def s_unitdecl(self, t: Tree) -> None:
+        self._decl(t, "engine")
 
     @staticmethod
     def _dotted(t: Tree) -> str:

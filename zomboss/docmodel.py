@@ -95,6 +95,62 @@ class Setter:
 
 
 @dataclass(frozen=True)
+class TokenOp:
+    """`pops Q when C` / `pushes Q when C`: a dependency token taken before the instruction
+    starts, or posted after it completes (the generic timing model's synchronisation)."""
+
+    queue: str
+    when: Expr | None
+
+
+@dataclass(frozen=True)
+class EffLoop:
+    """One loop of an effect: `v < count` (0..count-1) or `v in MEM[lo : hi] as LAYOUT`
+    (the rows lo..hi-1 of MEM, each decoded by LAYOUT: `v.field` in index expressions)."""
+
+    var: str
+    count: Expr | None
+    memory: str = ""
+    lo: Expr | None = None
+    hi: Expr | None = None
+    layout: str = ""
+
+
+@dataclass(frozen=True)
+class TArg:
+    """An argument of a tensor operation: a row of a memory or view (`ref`), a scalar
+    expression broadcast over the row (`val`), or a named option (`opt`, e.g. round=...)."""
+
+    kind: str  # "ref" | "val" | "opt"
+    name: str  # memory/view for refs, option name for opts, "" for vals
+    expr: Expr
+
+
+@dataclass(frozen=True)
+class Assign:
+    """`VIEW[index] = OP(args) when C`: one tensor operation applied at every point of its
+    effect's loop nest, in loop order (later points see earlier points' writes)."""
+
+    target: str
+    index: Expr
+    op: str
+    args: tuple[TArg, ...]
+    when: Expr | None
+    loc: Loc
+
+
+@dataclass(frozen=True)
+class Effect:
+    """What an instruction does to the machine's data: a loop nest, index lets, and its
+    assignments applied in order (each over the whole nest). Never translated to ASP."""
+
+    loops: tuple[EffLoop, ...]
+    lets: tuple[tuple[str, Expr], ...]
+    assigns: tuple[Assign, ...]
+    loc: Loc
+
+
+@dataclass(frozen=True)
 class Instr:
     name: str
     operands: tuple[Operand, ...]
@@ -106,6 +162,28 @@ class Instr:
     writes: tuple[Access, ...]
     sets: tuple[Setter, ...]
     latency: Expr | None
+    loc: Loc
+    pops: tuple[TokenOp, ...] = ()
+    pushes: tuple[TokenOp, ...] = ()
+    effects: tuple[Effect, ...] = ()
+    macro: str = ""  # a macro instruction expanded in Python (named hook); its effects are the expansion's
+    family: str = ""  # the family template it was written as (`mvin{k}`), "" for a plain instruction
+
+
+@dataclass(frozen=True)
+class Decl:
+    """`view`, `tensor`, `queue` and `engine` declarations: a name and expression fields.
+
+    view V { of: MEM, rows: R, cols: C, type: T }   a row of MEM (or, for an external memory,
+                                                    an element of R*C values of T) seen as R x C
+    tensor S { rows: R, cols: C, type: T }          tensor-typed machine state (one R x C value)
+    queue Q { from: U, to: U, depth: D }            a dependency-token FIFO between two units
+    engine U { queue: D }                           an in-order unit with a D-deep command queue
+    """
+
+    kind: str
+    name: str
+    fields: dict[str, Expr]
     loc: Loc
 
 
@@ -202,6 +280,7 @@ class Doc:
     workloads: list[WorkloadDecl] = field(default_factory=list)
     mappings: list[MappingSpace] = field(default_factory=list)
     examples: list[Example] = field(default_factory=list)
+    decls: list[Decl] = field(default_factory=list)  # views, tensors, queues, engines
     blocks: int = 0  # ```isa blocks read
 
 
@@ -216,7 +295,13 @@ RECORDS = (
     Access,
     Uses,
     Setter,
+    TokenOp,
+    EffLoop,
+    TArg,
+    Assign,
+    Effect,
     Instr,
+    Decl,
     Rule,
     Hazard,
     Knob,

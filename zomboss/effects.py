@@ -1,0 +1,415 @@
+"""Executable effects: the `effect` clauses of an ISA doc interpreted on NumPy arrays.
+
+An effect is a loop nest, index lets and tensor assignments (`docmodel.Effect`). One call of
+`apply` runs one effect of one executed instruction: the loop nest becomes flat int64 index
+columns (first loop outermost), the index expressions are evaluated over those columns at
+once (`veval`), and each assignment gathers its argument rows, computes, narrows to the
+target's element type and scatters — no per-element Python loops. Sequential semantics (a
+point sees the writes of the points before it) are kept exactly: accumulations use
+`np.add.at`, repeated targets are applied in rounds (the k-th write of every row at once),
+and only an assignment that reads rows another point of the same nest writes falls back to
+one point at a time (still vectorised over the row).
+
+Effects never reach ASP: the KB keeps the `reads`/`writes` footprints. Number formats that
+need care are named hooks implemented here once (`DTYPES`, `ROUNDING`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from zomboss import docmodel as dm
+from zomboss import expr as ex
+from zomboss.errors import ZombossError
+from zomboss.knowledge import KB
+
+MAX_POINTS = 1 << 24  # loop points one effect may have (bounded memory per instruction)
+
+DTYPES: dict[str, Any] = {
+    "int8": np.int8,
+    "uint8": np.uint8,
+    "int16": np.int16,
+    "int32": np.int32,
+    "u32": np.uint32,
+    "uint32": np.uint32,
+    "int64": np.int64,
+    "fp32": np.float32,
+}
+
+ROUNDING = ("floor", "half_even", "half_up")  # cast(..., round=k): index into this tuple
+
+
+class EffectError(ZombossError):
+    """An effect that cannot be applied (an index outside its memory, an unknown op); the
+    simulator reports it as a violation at the instruction, with the effect's doc line."""
+
+    def __init__(self, message: str, loc: dm.Loc, values: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.loc = loc
+        self.values = dict(values or {})
+
+
+@dataclass(frozen=True)
+class View:
+    """A row of `memory` seen as a rows x cols tensor of `dtype`; for an external (byte
+    addressed) memory, element i is the bytes [i*elem_bytes, (i+1)*elem_bytes)."""
+
+    name: str
+    memory: str
+    rows: int
+    cols: int
+    dtype: Any
+    external: bool
+    count: int  # elements addressable (on-chip rows; 0 for external: the array's size decides)
+
+    @property
+    def elem_bytes(self) -> int:
+        return self.rows * self.cols * np.dtype(self.dtype).itemsize
+
+
+def views(kb: KB) -> dict[str, View]:
+    """Every memory (as a 1 x width view of itself), tensor state and declared view."""
+
+    def num(e: ex.Expr, what: str, d: dm.Decl) -> int:
+        v = ex.evaluate(e, kb.params)
+        if not isinstance(v, int) or v < 1:
+            raise ZombossError(f"{d.loc}: {d.kind} {d.name}: {what} must be a positive integer")
+        return v
+
+    def dtype(name: str, where: dm.Loc) -> Any:
+        if name not in DTYPES:
+            raise ZombossError(f"{where}: element type {name!r} has no numeric hook (known: {', '.join(DTYPES)})")
+        return DTYPES[name]
+
+    out: dict[str, View] = {}
+    for m in kb.memories.values():
+        if not m.external and m.type in DTYPES:
+            out[m.name] = View(m.name, m.name, 1, m.width or 1, DTYPES[m.type], False, m.rows or 0)
+    for d in kb.doc.decls:
+        f = d.fields
+        if d.kind == "tensor":
+            t = _name(f.get("type", ex.Ref(("int32",))))
+            out[d.name] = View(
+                d.name, d.name, num(f["rows"], "rows", d), num(f["cols"], "cols", d), dtype(t, d.loc), False, 1
+            )
+        elif d.kind == "view":
+            mem = kb.memories.get(_name(f["of"]))
+            if mem is None:
+                raise ZombossError(f"{d.loc}: view {d.name}: 'of' must name a memory")
+            t = _name(f["type"]) if "type" in f else mem.type
+            rows, cols = num(f["rows"], "rows", d), num(f["cols"], "cols", d)
+            if not mem.external and rows * cols != mem.width:
+                raise ZombossError(f"{d.loc}: view {d.name}: rows x cols must equal the width of {mem.name}")
+            out[d.name] = View(d.name, mem.name, rows, cols, dtype(t, d.loc), mem.external, mem.rows or 0)
+    return out
+
+
+def _name(e: ex.Expr) -> str:
+    if isinstance(e, ex.Ref) and len(e.parts) == 1:
+        return e.name
+    if isinstance(e, ex.Sym):
+        return e.name
+    raise ZombossError(f"expected a name, got {ex.show(e)}")
+
+
+# ---- vectorised expressions ------------------------------------------------------------------
+
+_VBIN: dict[str, Callable[[Any, Any], Any]] = {
+    "+": np.add,
+    "-": np.subtract,
+    "*": np.multiply,
+    "/": np.floor_divide,
+    "%": np.mod,
+    "&": np.bitwise_and,
+    "|": np.bitwise_or,
+    "<<": np.left_shift,
+    ">>": np.right_shift,
+    "==": np.equal,
+    "!=": np.not_equal,
+    "<": np.less,
+    "<=": np.less_equal,
+    ">": np.greater,
+    ">=": np.greater_equal,
+    "and": np.logical_and,
+    "or": np.logical_or,
+}
+
+
+def veval(e: ex.Expr, env: Mapping[str, Any]) -> Any:
+    """expr.py's integer semantics over int64 columns (index arithmetic: no value of an
+    index expression comes near 2**62). Scalars stay scalars; columns broadcast."""
+    if isinstance(e, ex.Int):
+        return e.value
+    if isinstance(e, ex.Ref):
+        if e.name not in env:
+            raise ex.ExprError(f"unknown name {e.name!r} in an effect")
+        return env[e.name]
+    if isinstance(e, ex.Sym):
+        return e.name.lower()
+    if isinstance(e, ex.Bin):
+        a, b = veval(e.left, env), veval(e.right, env)
+        if e.op == "->":
+            return np.logical_or(np.logical_not(a), b)
+        if isinstance(a, str) or isinstance(b, str):
+            return (a == b) if e.op == "==" else (a != b)
+        if e.op in ("/", "%") and np.any(np.asarray(b) == 0):
+            raise ex.Undefined(f"division by zero in {ex.show(e)}")
+        return _VBIN[e.op](a, b)
+    if isinstance(e, ex.Un):
+        a = veval(e.arg, env)
+        return np.logical_not(a) if e.op == "not" else np.negative(a)
+    if isinstance(e, ex.Cond):
+        return np.where(veval(e.cond, env), veval(e.then, env), veval(e.other, env))
+    if isinstance(e, ex.InSet):
+        a = veval(e.arg, env)
+        return np.isin(a, [veval(x, env) for x in e.items])
+    if isinstance(e, ex.Call):
+        args = [veval(x, env) for x in e.args]
+        if e.fn == "min":
+            return np.minimum(*args)
+        if e.fn == "max":
+            return np.maximum(*args)
+        if e.fn == "cdiv":
+            return -np.floor_divide(np.negative(args[0]), args[1])
+        if e.fn == "abs":
+            return np.abs(args[0])
+    raise ex.ExprError(f"{ex.show(e)} cannot be evaluated in an effect")
+
+
+# ---- tensor operations -------------------------------------------------------------------------
+
+
+def _shr(x: Any, s: Any) -> Any:
+    """Arithmetic right shift by s >= 0, left shift by -s for s < 0 (VTA fsim's SHR)."""
+    s = np.asarray(s, dtype=np.int64)
+    right = np.right_shift(x, np.clip(s, 0, 63))
+    left = np.left_shift(x, np.clip(-s, 0, 63))
+    return np.where(s >= 0, right, left)
+
+
+def _mac(c: Any, a: Any, b: Any, bt: int = 0) -> Any:
+    """c + a @ b (b: k x o), or c + a @ b^T with bt=1 (b stored o x k, as VTA's weights)."""
+    return c + (np.einsum("nrk,nok->nro", a, b) if bt else np.einsum("nrk,nko->nro", a, b))
+
+
+OPS: dict[str, Callable[..., Any]] = {
+    "copy": lambda x: x,
+    "zero": lambda: 0,
+    "fill": lambda v: v,
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "min": np.minimum,
+    "max": np.maximum,
+    "shr": _shr,
+    "mac": _mac,
+    "rsum": lambda x: x.sum(axis=-1, keepdims=True),
+    "rmax": lambda x: x.max(axis=-1, keepdims=True),
+}
+OPTIONS = {"mac": ("bt",), "cast": ("scale", "shift", "round", "sat")}
+
+
+def _cast(x: Any, dtype: Any, scale: int = 1, shift: int = 0, round: int = 0, sat: int = 0) -> Any:
+    """x * scale / 2**shift rounded (ROUNDING[round]), then saturated to dtype when sat=1."""
+    v = np.asarray(x, dtype=np.int64) * scale
+    if shift > 0:
+        q = np.right_shift(v, shift)
+        r = v - np.left_shift(q, shift)
+        half = 1 << (shift - 1)
+        if ROUNDING[round] == "half_up":
+            q = q + (r >= half)
+        elif ROUNDING[round] == "half_even":
+            q = q + ((r > half) | ((r == half) & (q & 1 == 1)))
+        v = q
+    if sat:
+        info = np.iinfo(dtype)
+        v = np.clip(v, info.min, info.max)
+    return v
+
+
+# ---- memories -----------------------------------------------------------------------------------
+
+
+class Memories:
+    """The machine's data: an array per on-chip memory or tensor (rows x width), a byte
+    array per external memory."""
+
+    def __init__(self, kb: KB, external_bytes: Mapping[str, int] | None = None) -> None:
+        self.kb = kb
+        self.views = views(kb)
+        self.arrays: dict[str, np.ndarray] = {}
+        for v in self.views.values():
+            if v.name == v.memory and not v.external:
+                self.arrays[v.name] = np.zeros((v.count, v.rows * v.cols), dtype=v.dtype)
+        for m in kb.memories.values():
+            if m.external:
+                self.arrays[m.name] = np.zeros((external_bytes or {}).get(m.name, 0), dtype=np.uint8)
+
+    def _check(self, v: View, idx: np.ndarray, a: dm.Assign, what: str) -> None:
+        n = len(self.arrays[v.memory]) // v.elem_bytes if v.external else v.count
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            bad = int(idx[(idx < 0) | (idx >= n)][0])
+            raise EffectError(
+                f"{what} {v.name}[{bad}] is outside {v.memory} ({n} elements of {v.rows}x{v.cols})",
+                a.loc,
+                {"index": bad, "elements": n},
+            )
+
+    def gather(self, v: View, idx: np.ndarray, a: dm.Assign) -> np.ndarray:
+        self._check(v, idx, a, "reads")
+        arr = self.arrays[v.memory]
+        if v.external:
+            eb = v.elem_bytes
+            raw = arr[(idx * eb)[:, None] + np.arange(eb)]
+            return raw.view(v.dtype).reshape(len(idx), v.rows, v.cols)
+        return arr[idx].reshape(len(idx), v.rows, v.cols)
+
+    def scatter(self, v: View, idx: np.ndarray, vals: np.ndarray, a: dm.Assign) -> None:
+        self._check(v, idx, a, "writes")
+        arr = self.arrays[v.memory]
+        if v.external:
+            eb = v.elem_bytes
+            raw = np.ascontiguousarray(vals.astype(v.dtype)).view(np.uint8).reshape(len(idx), eb)
+            arr[(idx * eb)[:, None] + np.arange(eb)] = raw
+        else:
+            arr[idx] = vals.reshape(len(idx), v.rows * v.cols).astype(v.dtype)
+
+
+# ---- applying an effect -------------------------------------------------------------------------
+
+
+def apply(mem: Memories, eff: dm.Effect, env: Mapping[str, Any]) -> int:
+    """Run one effect of an instruction whose scalar names are `env`; returns its loop points."""
+    cols: dict[str, Any] = dict(env)
+    counts = []
+    for lp in eff.loops:
+        if lp.count is not None:
+            counts.append(int(veval(lp.count, env)))
+        else:
+            assert lp.lo is not None and lp.hi is not None
+            counts.append(int(veval(lp.hi, env)) - int(veval(lp.lo, env)))
+    counts = [max(c, 0) for c in counts]
+    total = int(np.prod(counts, dtype=np.int64)) if counts else 1
+    if total == 0:
+        return 0
+    if total > MAX_POINTS:
+        raise EffectError(f"the effect has {total:,} points, more than the {MAX_POINTS:,} one instruction may", eff.loc)
+    grids = np.indices(counts, dtype=np.int64).reshape(len(counts), total) if counts else np.zeros((0, 1), np.int64)
+    for lp, g in zip(eff.loops, grids, strict=True):
+        if lp.count is not None:
+            cols[lp.var] = g
+            continue
+        assert lp.lo is not None
+        rows = g + int(veval(lp.lo, env))
+        src = mem.views[lp.memory]
+        fake = dm.Assign(lp.memory, ex.Int(0), "copy", (), None, eff.loc)
+        words = mem.gather(src, rows, fake).reshape(total, -1)[:, 0].astype(np.int64)
+        lay = mem.kb.layouts[lp.layout]
+        for f, (hi, lo) in lay.bits.items():
+            cols[f"{lp.var}.{f}"] = (words >> lo) & ((1 << (hi - lo + 1)) - 1)
+        cols[lp.var] = rows
+    for name, e in eff.lets:
+        cols[name] = veval(e, cols)
+    for a in eff.assigns:
+        _assign(mem, a, cols, total)
+    return total
+
+
+def _column(x: Any, n: int) -> np.ndarray:
+    return np.broadcast_to(np.asarray(x, dtype=np.int64), (n,)).copy()
+
+
+def _assign(mem: Memories, a: dm.Assign, cols: Mapping[str, Any], total: int) -> None:
+    if a.op not in OPS and a.op != "cast":
+        raise EffectError(f"unknown tensor operation {a.op!r} (known: {', '.join([*OPS, 'cast'])})", a.loc)
+    if a.target not in mem.views:
+        raise EffectError(f"{a.target!r} is no memory, tensor or view", a.loc)
+    sel = np.ones(total, dtype=bool) if a.when is None else np.broadcast_to(veval(a.when, cols), (total,))
+    if not sel.any():
+        return
+    pick = np.nonzero(sel)[0]
+    tv = mem.views[a.target]
+    tidx = _column(veval(a.index, cols), total)[pick]
+    refs = [(mem.views[x.name], _column(veval(x.expr, cols), total)[pick]) for x in a.args if x.kind == "ref"]
+    for x in a.args:
+        if x.kind == "ref" and x.name not in mem.views:
+            raise EffectError(f"{x.name!r} is no memory, tensor or view", a.loc)
+    vals = [_column(veval(x.expr, cols), total)[pick] for x in a.args if x.kind == "val"]
+    opts = {x.name: int(np.asarray(veval(x.expr, cols)).flat[0]) for x in a.args if x.kind == "opt"}
+    allowed = OPTIONS.get(a.op, ())
+    for k in opts:
+        if k not in allowed:
+            raise EffectError(
+                f"{a.op} takes no option {k!r}" + (f" (options: {', '.join(allowed)})" if allowed else ""), a.loc
+            )
+    order = [x.kind for x in a.args if x.kind != "opt"]
+
+    def compute(rows: np.ndarray) -> np.ndarray:
+        ri = iter(refs)
+        vi = iter(vals)
+        args = []
+        for k in order:
+            if k == "ref":
+                v, idx = next(ri)
+                g = mem.gather(v, idx[rows], a)
+                args.append(g.astype(np.int64) if np.issubdtype(g.dtype, np.integer) else g.astype(np.float64))
+            else:
+                args.append(next(vi)[rows][:, None, None])
+        out = _cast(args[0], tv.dtype, **opts) if a.op == "cast" else OPS[a.op](*args, **opts)
+        out = np.broadcast_to(np.asarray(out), (len(rows), *np.shape(out)[1:]) if np.ndim(out) else (len(rows), 1, 1))
+        n_el = tv.rows * tv.cols
+        if out[0].size != n_el:
+            out = np.broadcast_to(out.reshape(len(rows), -1)[:, :1], (len(rows), n_el)) if out[0].size == 1 else out
+            if out.reshape(len(rows), -1).shape[1] != n_el:
+                raise EffectError(f"{a.op} yields {out[0].size} values per point; {a.target} holds {n_el}", a.loc)
+        return out.reshape(len(rows), n_el)
+
+    n = len(pick)
+    same = [idx for v, idx in refs if v.memory == tv.memory]
+    if a.op == "mac" and refs and refs[0][0] is tv and np.array_equal(refs[0][1], tidx) and len(same) == 1:
+        _accumulate(mem, a, tv, tidx, refs, compute)
+        return
+    if any(not np.array_equal(idx, tidx) and np.isin(idx, tidx).any() for idx in same):
+        for r in range(n):  # reads rows other points write: one point at a time, in order
+            rows = np.array([r])
+            mem.scatter(tv, tidx[rows], compute(rows), a)
+        return
+    occ = _occurrence(tidx)
+    for rnd in range(int(occ.max()) + 1 if n else 0):  # the rnd-th write of every target row at once
+        rows = np.nonzero(occ == rnd)[0]
+        mem.scatter(tv, tidx[rows], compute(rows), a)
+
+
+def _occurrence(idx: np.ndarray) -> np.ndarray:
+    """For each position, how many earlier positions hold the same value."""
+    order = np.argsort(idx, kind="stable")
+    s = idx[order]
+    start = np.r_[0, np.nonzero(np.diff(s))[0] + 1]
+    run = np.repeat(start, np.diff(np.r_[start, len(s)]))
+    occ = np.empty_like(idx)
+    occ[order] = np.arange(len(s)) - run
+    return occ
+
+
+def _accumulate(
+    mem: Memories, a: dm.Assign, tv: View, tidx: np.ndarray, refs: list, compute: Callable[[np.ndarray], np.ndarray]
+) -> None:
+    """dst = mac(dst, x, y) at every point: the products summed per target row (np.add.at,
+    exact in int64), added once and narrowed — equal to applying them one by one, since
+    two's-complement wrap-around commutes with addition."""
+    n = len(tidx)
+    uniq, inv = np.unique(tidx, return_inverse=True)
+    cur = mem.gather(tv, uniq, a).astype(np.int64).reshape(len(uniq), -1)
+    saved = mem.arrays[tv.memory][uniq].copy()
+    mem.arrays[tv.memory][uniq] = 0  # compute() reads dst as 0: it then yields the products alone
+    try:
+        prods = compute(np.arange(n))
+    finally:
+        mem.arrays[tv.memory][uniq] = saved
+    acc = np.zeros_like(cur)
+    np.add.at(acc, inv, prods.astype(np.int64))
+    mem.scatter(tv, uniq, (cur + acc).astype(np.int64), a)
