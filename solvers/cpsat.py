@@ -9,7 +9,7 @@ from interval arithmetic so the model stays small.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,35 @@ def _iv_mul(a: _Term, b: _Term) -> tuple[int, int]:
     return min(c), max(c)
 
 
+_NAMES: dict[int, tuple[ex.Expr, frozenset[str]]] = {}
+_FUNCTIONS: dict[tuple[int, frozenset[str]], tuple[ex.Expr, Callable[[Mapping[str, object]], object]]] = {}
+_CACHE_LIMIT = 200_000  # nodes of the loaded spaces' constraint trees; cleared beyond
+
+
+def _names(e: ex.Expr) -> frozenset[str]:
+    hit = _NAMES.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    if len(_NAMES) > _CACHE_LIMIT:
+        _NAMES.clear()
+    names = frozenset(r.name for r in ex.refs(e))
+    _NAMES[id(e)] = (e, names)
+    return names
+
+
+def _compiled(e: ex.Expr, known: frozenset[str]) -> Callable[[Mapping[str, object]], object]:
+    """`e` compiled with `known` names read from the environment and the others as symbols."""
+    key = (id(e), known)
+    hit = _FUNCTIONS.get(key)
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    if len(_FUNCTIONS) > _CACHE_LIMIT:
+        _FUNCTIONS.clear()
+    f = ex.compile_python(e, known.__contains__, lambda n: True)
+    _FUNCTIONS[key] = (e, f)
+    return f
+
+
 class Translator:
     """Adds constraints to a CP-SAT model; `consts` are fixed names (params, workload keys,
     symbolic knob values as lower-case strings), `vars` the integer knobs."""
@@ -53,6 +82,9 @@ class Translator:
         self.vars = dict(variables)
         self.bounds = dict(bounds)
         self._n = 0
+        self._env: dict[str, object] = {k: (v.lower() if isinstance(v, str) else v) for k, v in self.consts.items()}
+        self._var_names = frozenset(self.vars)
+        self._folded: dict[int, tuple[ex.Expr, object]] = {}  # id -> (node, value); the node keeps the id its own
 
     def _new(self, lo: int, hi: int) -> cp_model.IntVar:
         self._n += 1
@@ -60,15 +92,22 @@ class Translator:
 
     # -- constant folding ----------------------------------------------------------------
     def const(self, e: ex.Expr) -> int | str | bool | None:
-        names = {r.name for r in ex.refs(e)}
-        if names & set(self.vars):
-            return None
-        env: dict[str, object] = {k: (v.lower() if isinstance(v, str) else v) for k, v in self.consts.items()}
-        f = ex.compile_python(e, lambda n: n in env, lambda n: True)
-        try:
-            return f(env)  # type: ignore[return-value]
-        except ZeroDivisionError:
-            raise SizingError(f"division by zero in {ex.show(e)}") from None
+        """The value of `e` when it reads no integer knob (else None), once per node: `term`
+        asks every node of a tree, and each skeleton's model asks the same trees."""
+        hit = self._folded.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]  # type: ignore[return-value]
+        names = _names(e)
+        if names & self._var_names:
+            value = None
+        else:
+            f = _compiled(e, frozenset(names & self._env.keys()))
+            try:
+                value = f(self._env)
+            except ZeroDivisionError:
+                raise SizingError(f"division by zero in {ex.show(e)}") from None
+        self._folded[id(e)] = (e, value)
+        return value  # type: ignore[return-value]
 
     # -- integer terms --------------------------------------------------------------------
     def term(self, e: ex.Expr) -> _Term:
