@@ -254,6 +254,11 @@ class Timing:
         sp, acc = cfg.sp_rows, [0.0] * cfg.acc_rows
         self.w = ([0.0] * sp, acc)
         self.r = ([0.0] * sp, acc)
+        # An upper bound, per scratchpad half, of every time in `r[0]` and `sp_ex`: a load whose
+        # wide range (blocks at a large block stride) lies in a half bounded below its start
+        # need not scan the rows (`_mvin`), which is most of a convolution's prologue.
+        self.sp_half = max(1, (sp + 1) // 2)
+        self.sp_hw = [0.0, 0.0]
         self.acc_ex = [0.0] * cfg.acc_rows
         self.acc_rd = [0.0] * cfg.acc_rows
         self.sp_ex = [0.0] * sp
@@ -537,7 +542,7 @@ class Timing:
         their times (a steady period has none pending: the marks compare the queues)."""
         budget = 4 * sum(self.cap) + 16
         tables = self._tables()
-        moves: list[tuple[list[float], int, list[float]]] = []
+        moves: list[tuple[int, list[float], int, list[float]]] = []
         for i in range(max(first, upto - budget), upto):
             (op, args, *_), (op2, args2, *_) = lr.entries[i], lr.entries[i + n]
             for (m, a, b), (m2, a2, b2) in zip(self._rows_of(op, args), self._rows_of(op2, args2), strict=True):
@@ -548,11 +553,24 @@ class Timing:
                         continue
                     k = min(b - a, len(t) - a, len(t) - a2)  # (a superset span may pass the table's end)
                     src = t[a : a + k]
-                    if any(v >= lo for v in src):
+                    if src and max(src) >= lo:
                         dst = t[a2 : a2 + k]
-                        moves.append((t, a2, [v + dt if v >= lo else d for v, d in zip(src, dst, strict=True)]))
-        for t, a2, vals in moves:
+                        vals = [v + dt if v >= lo else d for v, d in zip(src, dst, strict=True)]
+                        moves.append((m, t, a2, vals))
+        hw, half = self.sp_hw, self.sp_half
+        for m, t, a2, vals in moves:
             t[a2 : a2 + len(vals)] = vals
+            if not m:  # (any scratchpad table: the bound only needs to stay above)
+                top = max(vals)
+                for h in {a2 // half, (a2 + len(vals) - 1) // half}:
+                    if h < 2 and top > hw[h]:
+                        hw[h] = top
+
+    def _bound_sp(self) -> None:
+        """Recompute `sp_hw` from the tables (after writes the hot paths do not track)."""
+        half = self.sp_half
+        both = np.maximum(np.asarray(self.r[0], dtype=np.float64), np.asarray(self.sp_ex, dtype=np.float64))
+        self.sp_hw = [float(both[:half].max(initial=0.0)), float(both[half:].max(initial=0.0))]
 
     def _rows_of(self, op: str, args: tuple[int, ...]) -> list[tuple[int, int, int]]:
         """(memory, first row, end row) ranges a command may touch (a superset is harmless: a
@@ -675,8 +693,14 @@ class Timing:
             v = max(self.acc_rd[row:hi])  # WAR: stores still reading these accumulator rows
             r = max(self.acc_ex[row:hi])  # WAW/WAR on rows an older preload still writes
         else:
-            v = max(self.r[0][row:hi])  # WAR: the array or a store still reads these rows
-            r = max(self.sp_ex[row:hi])  # WAW: an older preload still writes its output here
+            half, hw = self.sp_half, self.sp_hw
+            h0 = row // half
+            bound = hw[h0] if (hi - 1) // half == h0 else max(hw)  # (a range across both halves)
+            if bound > ready:
+                v = max(self.r[0][row:hi])  # WAR: the array or a store still reads these rows
+                r = max(self.sp_ex[row:hi])  # WAW: an older preload still writes its output here
+            else:
+                v = r = bound
         if r > v:
             v = r
         if v > ready:
@@ -807,8 +831,15 @@ class Timing:
         # reads done: A (and D) at the end of the feed, B after its preload was fed
         r_sp = self.r[0]
         r_sp[a_lo:a_hi] = [end] * (a_hi - a_lo)
+        hw, half = self.sp_hw, self.sp_half
+        for h in {a_lo // half, (a_hi - 1) // half}:
+            if h < 2 and end > hw[h]:
+                hw[h] = end
         if b_bank >= 0:
             r_sp[b_lo:b_hi] = [b_read] * (b_hi - b_lo)
+            for h in {b_lo // half, (b_hi - 1) // half}:
+                if h < 2 and b_read > hw[h]:
+                    hw[h] = b_read
         heap = self.rs[EX]
         p_done = end
         if c != GARBAGE:
@@ -817,6 +848,9 @@ class Timing:
                 self.acc_ex[c_lo:c_hi] = [p_done] * (c_hi - c_lo)
             else:
                 w[0][c_lo:c_hi] = self.sp_ex[c_lo:c_hi] = [p_done] * (c_hi - c_lo)
+                for h in {c_lo // half, (c_hi - 1) // half}:
+                    if h < 2 and p_done > hw[h]:
+                        hw[h] = p_done
         self.busy_ex.add(start, p_done)
         if p_done > self.ex_drained:
             self.ex_drained = p_done
@@ -897,6 +931,11 @@ class Timing:
         for k in range(row, hi):  # a store's read completes no earlier than an older reader's
             if rt[k] < done:
                 rt[k] = done
+        if not m:
+            hw, half = self.sp_hw, self.sp_half
+            for h in {row // half, (hi - 1) // half}:
+                if h < 2 and done > hw[h]:
+                    hw[h] = done
         if m:  # stores complete in order, so this store's read is the latest of these rows
             self.acc_rd[row:hi] = [done] * (hi - row)
         self.wr_packets += npk
@@ -1046,6 +1085,8 @@ class Timing:
                 half = len(a) // 2
                 a = np.concatenate((a[half:], a[:half]))
             t[:] = a.tolist()
+        if rows:
+            self._bound_sp()
         if sp_swap and self.prev_a_bank >= 0 and (hb := self._half_banks()):
             self.prev_a_bank = (self.prev_a_bank + hb) % (2 * hb)
         c = s.counters
