@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +28,7 @@ from zomboss.generic_sim import GenericSim, Run
 from zomboss.inputs import MAX_INSTRUCTIONS, check_budget, load_json, read_text
 from zomboss.knowledge import KB, load_kb
 from zomboss.legality import parse_program
+from zomboss.lru import Lru
 from zomboss.mapping import Mapping as KnobMapping
 from zomboss.mapping import space
 from zomboss.program import Instr, Program
@@ -57,21 +57,6 @@ def _key(params: Params | None) -> tuple[tuple[str, int], ...]:
     return tuple(sorted((k.lower(), int(v)) for k, v in (params or {}).items()))
 
 
-class _Lru(OrderedDict):
-    def __init__(self, size: int) -> None:
-        super().__init__()
-        self.size = size
-
-    def get_or(self, key: Any, make: Any) -> Any:
-        if key in self:
-            self.move_to_end(key)
-            return self[key]
-        value = self[key] = make()
-        while len(self) > self.size:
-            self.popitem(last=False)
-        return value
-
-
 class DocTarget:
     """The protocol implemented once for doc-driven machines (subclasses add the hooks)."""
 
@@ -83,8 +68,8 @@ class DocTarget:
     def __init__(self) -> None:
         self._kbs: dict[Any, KB] = {}
         self._sims: dict[str, GenericSim] = {}
-        self._instances = _Lru(8)
-        self._programs = _Lru(16)
+        self._instances = Lru(8)
+        self._programs = Lru(16)
 
     # ---- hooks ------------------------------------------------------------------------------
     def suite(self) -> Sequence[Workload]:

@@ -26,6 +26,7 @@ from zomboss import docmodel as dm
 from zomboss import expr as ex
 from zomboss.errors import ZombossError
 from zomboss.knowledge import KB
+from zomboss.vexpr import COMPARE
 
 MAX_POINTS = 1 << 24  # loop points one effect may have (bounded memory per instruction)
 
@@ -128,12 +129,7 @@ _VBIN: dict[str, Callable[[Any, Any], Any]] = {
     "|": np.bitwise_or,
     "<<": np.left_shift,
     ">>": np.right_shift,
-    "==": np.equal,
-    "!=": np.not_equal,
-    "<": np.less,
-    "<=": np.less_equal,
-    ">": np.greater,
-    ">=": np.greater_equal,
+    **COMPARE,
     "and": np.logical_and,
     "or": np.logical_or,
 }

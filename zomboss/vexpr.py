@@ -190,7 +190,7 @@ def _arith(op: str, a: Col, b: Col) -> Col:
     return Col(a.val & b.val if op == "&" else a.val | b.val, bad, lo, hi)
 
 
-_CMP: dict[str, Callable[[Any, Any], Any]] = {
+COMPARE: dict[str, Callable[[Any, Any], Any]] = {  # the doc's comparisons on NumPy arrays
     "==": np.equal,
     "!=": np.not_equal,
     "<": np.less,
@@ -210,7 +210,7 @@ def _compare(op: str, a: Col, b: Col) -> Col:
         return Col(op == "!=", bad, 0, 1, BOOL)
     if a.kind == SYM and op not in ("==", "!="):
         raise Unsupported("symbols ordered")
-    return Col(_CMP[op](a.val, b.val), bad, 0, 1, BOOL)
+    return Col(COMPARE[op](a.val, b.val), bad, 0, 1, BOOL)
 
 
 def _logic(op: str, a: Col, b: Col) -> Col:

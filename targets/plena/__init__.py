@@ -24,7 +24,6 @@ the per-unit figures they are summed from (`simulator.breakdown_part`).
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from typing import Any
 from zomboss.errors import WorkloadError
 from zomboss.inputs import MAX_INSTRUCTIONS, check_budget, check_workload_bytes
 from zomboss.knowledge import KB
+from zomboss.lru import Lru
 from zomboss.mapping import Mapping as KnobMapping
 from zomboss.program import Instr, Program
 from zomboss.results import KernelResult
@@ -61,23 +61,6 @@ def _wl_key(wl: Workload) -> tuple[Any, ...]:
     return (wl.id, wl.op, tuple(sorted(wl.shape.items())))
 
 
-class _Lru(OrderedDict):
-    """A small least-recently-used cache (instances and lowered kernels hold megabytes)."""
-
-    def __init__(self, size: int) -> None:
-        super().__init__()
-        self.size = size
-
-    def get_or(self, key: Any, make: Any) -> Any:
-        if key in self:
-            self.move_to_end(key)
-            return self[key]
-        value = self[key] = make()
-        while len(self) > self.size:
-            self.popitem(last=False)
-        return value
-
-
 class PlenaTarget:
     name = "plena"
     doc = DOC
@@ -85,8 +68,8 @@ class PlenaTarget:
 
     def __init__(self) -> None:
         self._configs: dict[tuple[tuple[str, int], ...], PlenaConfig] = {}
-        self._instances = _Lru(4)  # an instance of the largest FFN holds ~130 MB of inputs and images
-        self._kernels = _Lru(8)
+        self._instances = Lru(4)  # an instance of the largest FFN holds ~130 MB of inputs and images
+        self._kernels = Lru(8)
 
     # ---- machine and suite
     def config(self, params: Params | None) -> PlenaConfig:
