@@ -165,17 +165,6 @@ def _moved(xs: list[float], lo: float, dt: float) -> list[float]:
     return [x + dt if x >= lo else x for x in xs]
 
 
-def _merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Sorted, disjoint unions of row ranges."""
-    out: list[list[int]] = []
-    for lo, hi in sorted(spans):
-        if out and lo <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], hi)
-        else:
-            out.append([lo, hi])
-    return [(lo, hi) for lo, hi in out]
-
-
 class _LoopRun:
     """The running loop's entries, DRAM bases, issue times so far and highest allocation."""
 
@@ -557,14 +546,20 @@ class Timing:
                         dst = t[a2 : a2 + k]
                         vals = [v + dt if v >= lo else d for v, d in zip(src, dst, strict=True)]
                         moves.append((m, t, a2, vals))
-        hw, half = self.sp_hw, self.sp_half
         for m, t, a2, vals in moves:
             t[a2 : a2 + len(vals)] = vals
             if not m:  # (any scratchpad table: the bound only needs to stay above)
-                top = max(vals)
-                for h in {a2 // half, (a2 + len(vals) - 1) // half}:
-                    if h < 2 and top > hw[h]:
-                        hw[h] = top
+                self._raise_sp_bound(a2, a2 + len(vals), max(vals))
+
+    def _raise_sp_bound(self, lo: int, hi: int, x: float) -> None:
+        """Keep `sp_hw` above a time x just written to scratchpad rows [lo, hi)."""
+        hw, half = self.sp_hw, self.sp_half
+        h = lo // half
+        if x > hw[h]:
+            hw[h] = x
+        h = (hi - 1) // half
+        if h != lo // half and h < 2 and x > hw[h]:
+            hw[h] = x
 
     def _bound_sp(self) -> None:
         """Recompute `sp_hw` from the tables (after writes the hot paths do not track)."""
@@ -831,15 +826,11 @@ class Timing:
         # reads done: A (and D) at the end of the feed, B after its preload was fed
         r_sp = self.r[0]
         r_sp[a_lo:a_hi] = [end] * (a_hi - a_lo)
-        hw, half = self.sp_hw, self.sp_half
-        for h in {a_lo // half, (a_hi - 1) // half}:
-            if h < 2 and end > hw[h]:
-                hw[h] = end
+        raise_bound = self._raise_sp_bound
+        raise_bound(a_lo, a_hi, end)
         if b_bank >= 0:
             r_sp[b_lo:b_hi] = [b_read] * (b_hi - b_lo)
-            for h in {b_lo // half, (b_hi - 1) // half}:
-                if h < 2 and b_read > hw[h]:
-                    hw[h] = b_read
+            raise_bound(b_lo, b_hi, b_read)
         heap = self.rs[EX]
         p_done = end
         if c != GARBAGE:
@@ -848,9 +839,7 @@ class Timing:
                 self.acc_ex[c_lo:c_hi] = [p_done] * (c_hi - c_lo)
             else:
                 w[0][c_lo:c_hi] = self.sp_ex[c_lo:c_hi] = [p_done] * (c_hi - c_lo)
-                for h in {c_lo // half, (c_hi - 1) // half}:
-                    if h < 2 and p_done > hw[h]:
-                        hw[h] = p_done
+                raise_bound(c_lo, c_hi, p_done)
         self.busy_ex.add(start, p_done)
         if p_done > self.ex_drained:
             self.ex_drained = p_done
@@ -932,10 +921,7 @@ class Timing:
             if rt[k] < done:
                 rt[k] = done
         if not m:
-            hw, half = self.sp_hw, self.sp_half
-            for h in {row // half, (hi - 1) // half}:
-                if h < 2 and done > hw[h]:
-                    hw[h] = done
+            self._raise_sp_bound(row, hi, done)
         if m:  # stores complete in order, so this store's read is the latest of these rows
             self.acc_rd[row:hi] = [done] * (hi - row)
         self.wr_packets += npk
