@@ -54,7 +54,11 @@ def _row(target: str, wid: str, op: str, p: Mapping[str, Any], optimum: int | No
         "bound": bound,
         "pct_bound": (bound / best) if bound and best else None,
         "space_bound": space_bound,
-        "headroom": (default / space_bound) if space_bound and default else None,
+        # the most any legal mapping could gain: Candidate-0 over the tighter of the two sound
+        # bounds (the target's roofline, and the doc's bound minimised over the legal space)
+        "headroom": (default / max(b for b in (bound, space_bound) if b))
+        if default and (bound or space_bound)
+        else None,
         "simulations": p.get("simulations"),
         "wall_s": p.get("wall_s"),
         "candidate": p.get("candidate", "-"),
@@ -91,8 +95,8 @@ def markdown(rows: Sequence[Mapping[str, Any]], title: str, config: Mapping[str,
         "Speedup is Candidate-0's cycles over the verified winner's, under the same timing model;",
         "geometric means over verified instances.",
         "",
-        "| target | instances | verified | geomean speedup | per op family |",
-        "|---|---:|---:|---:|---|",
+        "| target | instances | verified | geomean speedup | per op family | geomean headroom |",
+        "|---|---:|---:|---:|---|---:|",
     ]
     for target in dict.fromkeys(r["target"] for r in rows):
         sub = [r for r in rows if r["target"] == target]
@@ -101,7 +105,10 @@ def markdown(rows: Sequence[Mapping[str, Any]], title: str, config: Mapping[str,
             g = geomean([r["speedup"] for r in sub if r["op"] == op])
             fams.append(f"{op} {_fmt(g)}x")
         g = geomean([r["speedup"] for r in sub])
-        out.append(f"| {target} | {len(sub)} | {sum(r['verified'] for r in sub)} | {_fmt(g)}x | {', '.join(fams)} |")
+        h = geomean([r["headroom"] for r in sub])
+        out.append(
+            f"| {target} | {len(sub)} | {sum(r['verified'] for r in sub)} | {_fmt(g)}x | {', '.join(fams)} | {_fmt(h)}x |"
+        )
     out += ["", "Published figures, for context only — measured against other baselines on other platforms:", ""]
     for target in dict.fromkeys(r["target"] for r in rows):
         for who, fig, against in PUBLISHED.get(target, []):
@@ -110,8 +117,9 @@ def markdown(rows: Sequence[Mapping[str, Any]], title: str, config: Mapping[str,
         "",
         "Our Gemmini Candidate-0 is the vendor library (`tiled_matmul_auto` / `tiled_conv_auto` with the",
         "loop_ws / loop_conv_ws FSMs), not an instruction-count-tuned generated backend, and it already runs",
-        "close to the roofline in the model: `headroom` (Candidate-0 over the doc's sound bound minimised over",
-        "the whole legal space) is the most any legal mapping could gain.",
+        "close to the roofline in the model: `headroom` (Candidate-0 over the tighter of the target's roofline",
+        "and the doc's sound bound minimised over the whole legal space; both hold for every legal mapping) is",
+        "the most any legal mapping could gain, and its geometric mean the most any search could reach.",
         "",
         "## Per instance",
         "",
