@@ -73,7 +73,8 @@ def run(
 
 
 def bound_cycles(wl: Workload, cfg: GemminiConfig, preset: str | Preset) -> int:
-    """max(array-bound cycles after padding to DIM, minimum DRAM traffic / modelled bandwidth)."""
+    """The kernel's fixed invocation overhead (no command issues before it) plus max(array-bound
+    cycles after padding to DIM, a round trip plus the minimum DRAM traffic / modelled bandwidth)."""
     p = get_preset(preset)
     dim = cfg.dim
     if wl.op == "matmul":
@@ -93,5 +94,10 @@ def bound_cycles(wl: Workload, cfg: GemminiConfig, preset: str | Preset) -> int:
     else:
         raise WorkloadError(f"{wl.id}: no roofline for op {wl.op!r}")
     compute = -(-rows // dim) * -(-cols // dim) * -(-depth // dim) * dim
-    memory = max(rd / p.rd_bytes_per_cycle, wr / p.wr_bytes_per_cycle)
-    return int(math.ceil(max(compute, memory)))
+    # the first read request leaves no earlier than the kernel's fixed invocation overhead and its
+    # data returns a round trip later; the channel then streams every byte (likewise for writes)
+    memory = max(
+        p.rd_latency + rd / p.rd_bytes_per_cycle,
+        p.wr_latency + wr / p.wr_bytes_per_cycle,
+    )
+    return int(math.ceil(p.kernel_overhead + max(compute, memory)))

@@ -1,4 +1,5 @@
-"""The doc's `cost bound` is a lower bound on the simulator's cycles for every legal mapping:
+"""The doc's `cost bound`, and the target's own roofline (`Target.bound`, what a report's headroom
+divides by), are lower bounds on the simulator's cycles for every legal mapping:
 hypothesis draws a random skeleton and a random sizing (CP-SAT minimising a random linear
 objective over the integer knobs) of each op family's smallest suite instance, on every
 target; a counterexample is a bug in the bound (or in the simulator)."""
@@ -35,3 +36,5 @@ def test_bound_never_exceeds_simulated_cycles(target, wid, pick, weights):
     bound = sp.cost("bound", m, wl.shape)
     ev = t.evaluate(t.instance(wl, {}, 0), m, Mode.TIMING, extrapolate=False)  # the bound is of the full model
     assert bound is not None and bound <= ev.cycles, f"bound {bound} > simulated {ev.cycles} for {m.key()}"
+    roof = t.bound(wl, {}, m)
+    assert roof <= ev.cycles, f"roofline {roof} > simulated {ev.cycles} for {m.key()}"
