@@ -84,6 +84,7 @@ class SolveResult:
     llm: dict[str, Any] | None = None  # the LLM guide's usage: calls, prompt/completion/cached/reasoning tokens
     legal_mappings: int | None = None  # exhaustive runs: every legal mapping of the declared space
     complete: bool | None = None  # exhaustive runs: every legal mapping simulated or pruned
+    references: dict[str, int] = field(default_factory=dict)  # timing-only cycles of the other reference mappings run
 
     @property
     def speedup(self) -> float:
@@ -116,6 +117,7 @@ class SolveResult:
             "breakdown": dict(self.breakdown_best),
             "verification": self.verification,
             "history": self.history,
+            "references": dict(self.references),
         }
         if self.guide_note:
             out["guide_note"] = self.guide_note
@@ -315,8 +317,16 @@ def result_of(
         breakdown_best=winner.breakdown,
         guide=guide,
         verification=verification,
+        references=simulated_references(state),
         **extra,
     )
+
+
+def simulated_references(state: SearchState) -> dict[str, int]:
+    """Cycles of the target's other reference mappings (Gemmini's Exo-style schedule) that the run
+    simulated, so a report can say whether the winner is at least as fast as each of them."""
+    cycles = {s.mapping.key(): s.cycles for s in state.simulated}
+    return {n: cycles[m.key()] for n, m in state.references.items() if m.key() in cycles}
 
 
 def verify_winner(runner: Runner, state: SearchState) -> tuple[Simulated, list[dict[str, Any]]]:

@@ -66,6 +66,7 @@ def _row(target: str, wid: str, op: str, p: Mapping[str, Any], optimum: int | No
         "breakdown": p.get("breakdown") or {},
         "error": p.get("error"),
         "fell_back": bool(p.get("guide_note")),
+        "references": dict(p.get("references") or {}),
     }
 
 
@@ -144,10 +145,36 @@ def markdown(rows: Sequence[Mapping[str, Any]], title: str, config: Mapping[str,
             a, b = r["breakdown_default"], r["breakdown"]
             cells = [f"{_fmt(a.get(k))} → {_fmt(b.get(k))}" for k in ("compute", "memory", "stall", "overhead")]
             out.append(f"| {r['target']}:{r['workload']} | {r['speedup']:.2f} | " + " | ".join(cells) + " |")
+    out += references_markdown(rows)
     errors = [r for r in rows if r["error"]]
     if errors:
         out += ["", "## Errors", ""] + [f"- {r['target']}:{r['workload']}: {r['error']}" for r in errors]
     return "\n".join(out) + "\n"
+
+
+def references_markdown(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The winner against each other reference mapping the search simulated (Gemmini's Exo-style
+    schedule): a searched kernel slower than a known schedule would be a search bug."""
+    names = list(dict.fromkeys(n for r in rows for n in r["references"]))
+    if not names:
+        return []
+    out = ["", "## Against the other reference mappings", ""]
+    for name in names:
+        sub = [r for r in rows if name in r["references"] and r["verified"] and r["best"]]
+        for op in dict.fromkeys(r["op"] for r in sub):
+            fam = [r for r in sub if r["op"] == op]
+            ok = sum(r["best"] <= r["references"][name] for r in fam)
+            g = geomean([r["references"][name] / r["best"] for r in fam])
+            out.append(
+                f"- `{name}`, {fam[0]['target']} {op}: the winner is at least as fast on {ok}/{len(fam)} instances "
+                f"(geomean {_fmt(g)}x faster)"
+            )
+    out += ["", "| target | workload | " + " | ".join(names) + " | best |", "|---|---|" + "---:|" * (len(names) + 1)]
+    for r in rows:
+        if r["references"]:
+            cells = [_fmt(r["references"].get(n)) for n in names]
+            out.append(f"| {r['target']} | {r['workload']} | " + " | ".join(cells) + f" | {_fmt(r['best'])} |")
+    return out
 
 
 def plots(rows: Sequence[Mapping[str, Any]], folder: Path) -> list[Path]:

@@ -35,3 +35,14 @@ def test_summary_states_the_geomean_headroom() -> None:
     text = markdown(rows_of(results, {k: "op" for k in results}), "r", {})
     line = next(ln for ln in text.splitlines() if ln.startswith("| t |"))
     assert line.endswith("| 1.22x |")  # sqrt(1.2 * 1.25)
+
+
+def test_the_winner_is_compared_with_every_other_reference_it_met() -> None:
+    results = {
+        ("t", "a"): {**_result(1200, 1000, 800, None), "references": {"exo": 1500}},
+        ("t", "b"): {**_result(1200, 1100, 800, None), "references": {"exo": 1000}},  # slower than exo: counted
+        ("t", "c"): _result(1200, 1100, 800, None),  # exo not simulated: not in the count
+    }
+    text = markdown(rows_of(results, {k: "op" for k in results}), "r", {})
+    assert "- `exo`, t op: the winner is at least as fast on 1/2 instances" in text
+    assert "| t | a | 1500 | 1000 |" in text and "| t | c |" not in text.split("## Against")[1]
