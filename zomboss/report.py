@@ -12,6 +12,7 @@ space say how much was left.
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -96,8 +97,8 @@ def markdown(rows: Sequence[Mapping[str, Any]], title: str, config: Mapping[str,
         "Speedup is Candidate-0's cycles over the verified winner's, under the same timing model;",
         "geometric means over verified instances.",
         "",
-        "| target | instances | verified | geomean speedup | per op family | geomean headroom |",
-        "|---|---:|---:|---:|---|---:|",
+        "| target | instances | verified | geomean speedup | per op family | geomean headroom | median simulations |",
+        "|---|---:|---:|---:|---|---:|---:|",
     ]
     for target in dict.fromkeys(r["target"] for r in rows):
         sub = [r for r in rows if r["target"] == target]
@@ -107,8 +108,11 @@ def markdown(rows: Sequence[Mapping[str, Any]], title: str, config: Mapping[str,
             fams.append(f"{op} {_fmt(g)}x")
         g = geomean([r["speedup"] for r in sub])
         h = geomean([r["headroom"] for r in sub])
+        sims = [r["simulations"] for r in sub if isinstance(r["simulations"], int)]
+        med = statistics.median(sims) if sims else None
         out.append(
-            f"| {target} | {len(sub)} | {sum(r['verified'] for r in sub)} | {_fmt(g)}x | {', '.join(fams)} | {_fmt(h)}x |"
+            f"| {target} | {len(sub)} | {sum(r['verified'] for r in sub)} | {_fmt(g)}x | {', '.join(fams)} "
+            f"| {_fmt(h)}x | {_fmt(med)} |"
         )
     out += ["", "Published figures, for context only — measured against other baselines on other platforms:", ""]
     for target in dict.fromkeys(r["target"] for r in rows):

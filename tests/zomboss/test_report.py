@@ -34,7 +34,7 @@ def test_summary_states_the_geomean_headroom() -> None:
     results = {("t", "a"): _result(1200, 1000, 1000, None), ("t", "b"): _result(1000, 1000, 800, None)}
     text = markdown(rows_of(results, {k: "op" for k in results}), "r", {})
     line = next(ln for ln in text.splitlines() if ln.startswith("| t |"))
-    assert line.endswith("| 1.22x |")  # sqrt(1.2 * 1.25)
+    assert line.endswith("| 1.22x | - |")  # sqrt(1.2 * 1.25); no simulation counts given
 
 
 def test_the_winner_is_compared_with_every_other_reference_it_met() -> None:
@@ -46,3 +46,11 @@ def test_the_winner_is_compared_with_every_other_reference_it_met() -> None:
     text = markdown(rows_of(results, {k: "op" for k in results}), "r", {})
     assert "- `exo`, t op: the winner is at least as fast on 1/2 instances" in text
     assert "| t | a | 1500 | 1000 |" in text and "| t | c |" not in text.split("## Against")[1]
+
+
+def test_summary_states_the_median_simulations() -> None:
+    results = {
+        ("t", w): {**_result(1000, 1000, 800, None), "simulations": n} for w, n in (("a", 3), ("b", 5), ("c", 40))
+    }
+    text = markdown(rows_of(results, {k: "op" for k in results}), "r", {})
+    assert next(ln for ln in text.splitlines() if ln.startswith("| t |")).endswith("| 5 |")
