@@ -75,3 +75,41 @@ def test_cpsat_feasibility_agrees_with_checkers(kb, M, ti, tk, df):
     status = cp_model.CpSolver().solve(m)
     assert (status in (cp_model.OPTIMAL, cp_model.FEASIBLE)) == legal
     assert Skeleton("matmul", (("df", df),)).as_dict() == {"df": df}
+
+
+def _translate_costs(target: str, every_class: bool) -> None:
+    from zomboss.solvers.candidates import cost_relevant
+
+    from zomboss.target import get_target
+
+    t = get_target(target)
+    kb = t.kb({})
+    for wl in t.suite():
+        sp = space(kb, wl.op)
+        rel = cost_relevant(sp)
+        seen = set()
+        for sk in skeletons(kb, wl.op, wl.shape):
+            d = sk.as_dict()
+            key = tuple(d[n] for n in rel)
+            if key in seen:
+                continue
+            seen.add(key)
+            model = SizingModel(sp, wl.shape, d)
+            for cost in sp.costs.values():
+                model.term(cost.expr)  # raises SizingError when a term cannot be translated
+            if not every_class:
+                break
+
+
+@pytest.mark.parametrize("target", ["gemmini", "plena", "vta"])
+def test_the_docs_costs_translate_to_cpsat_on_every_suite_instance(target):
+    """The doc's estimate and bound become CP-SAT terms for every suite instance (a divisor that
+    may be zero for one shape, as a packing factor of 0 kernel columns per row once was, made
+    `solve` fail on the convolutions with many channels only)."""
+    _translate_costs(target, every_class=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("target", ["gemmini", "plena", "vta"])
+def test_the_docs_costs_translate_for_every_cost_class(target):
+    _translate_costs(target, every_class=True)
