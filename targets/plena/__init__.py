@@ -44,6 +44,7 @@ from .bounds import Bound, lower_bound, program_bound
 from .layout import Geometry, Kernel
 from .lowering import lower
 from .mapping import library_default
+from .sampled import verify_sampled
 from .simulator import DOC, PlenaConfig, PlenaRun, min_executed, simulate
 from .simulator import trace as sim_trace
 from .suite import SCHEMAS, SUITE, check_shape, data_bytes, workload
@@ -150,6 +151,14 @@ class PlenaTarget:
             seed=inst.seed,
             report=report,
         )
+
+    def verify_sampled(
+        self, inst: PlenaInstance, mapping: KnobMapping, samples: int, seed: int
+    ) -> tuple[bool, Mapping[str, Any]]:
+        """`sampled.verify_sampled`: `samples` output tiles of a linear, each computed by its
+        slice of the kernel on fresh inputs, rule-checked, against NumPy (other families refuse)."""
+        check = verify_sampled(inst.cfg, mapping, inst.workload, samples, seed)
+        return check.verified, check.to_json()
 
     def bound(self, wl: Workload, params: Params, mapping: KnobMapping | None = None) -> int:
         """The roofline bound of `wl` (bounds.py); for a mapping, at least its program's static
