@@ -14,6 +14,12 @@ Evaluations (`evaluate`):
   verifies `extra_seeds` further seeds functionally (unchecked, untimed: legality and timing
   do not depend on the data), because the gates are statistical and one seed's inputs can
   pass by luck. `report["gates"]` has one entry per seed verified.
+* `verify_sampled` (`zomboss default --verify sampled`, linears only) verifies a sample of a
+  linear's output tiles, each computed by its slice of the kernel on fresh inputs, with every
+  rule checked (`sampled.py`): what a linear too large to verify whole gets.
+
+A linear whose activations and output do not fit VRAM is processed in row spans, each stored to
+HBM (`lowering.linear_plan`); its result is then that HBM tensor (`KernelLayout.hbm_output`).
 
 Every evaluation's `breakdown` splits the `rtl` cycles into compute (matrix and vector units,
 scalar FP arithmetic), memory (HBM DMA and the scalar SRAM moves), stall (pipeline hazards)

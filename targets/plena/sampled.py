@@ -18,7 +18,8 @@ slice must also leave HBM unchanged outside the output and VRAM zero outside its
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -50,6 +51,8 @@ class SampleCheck:
     exact: int  # sampled blocks bit-identical to their NumPy reference
     max_abs_err: float
     untouched: str  # "" or what the slice wrote outside its output and work regions
+    hbm_output: bool  # the kernel stores Y to HBM (its row spans do not fit VRAM together)
+    wall_s: float  # building (in verify_sampled), simulating and comparing the slice
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -61,7 +64,9 @@ class SampleCheck:
             "bit_exact_blocks": self.exact,
             "max_abs_err": self.max_abs_err,
             "block": "MLEN x MLEN tile of Y: [row block, column block]",
-            "gates": "plena and strict, per block (as --verify full); an HBM output after MXFP8, one code of slack",
+            "gates": "plena and strict, per block, as --verify full"
+            + ("; the HBM output compared after MXFP8, one code of slack" if self.hbm_output else ""),
+            "wall_s": round(self.wall_s, 3),
             **({"untouched": self.untouched} if self.untouched else {}),
         }
 
@@ -85,13 +90,14 @@ def verify_sampled(cfg: PlenaConfig, mapping: Mapping, wl: Workload, samples: in
             f"--verify sampled: PLENA slices linear kernels only (the family that outgrows VRAM), not {wl.op}; "
             "use --verify full or none"
         )
+    t0 = time.perf_counter()
     geo = Geometry.from_params(cfg.params)
     check_shape(wl, geo.mlen, geo.blen, geo.mram_tiles)
     check(cfg.kb, mapping, wl)  # legality first: the plan reads the mapping's knobs
     plan = linear_plan(mapping, wl, geo)
     blocks = sample_blocks((len(plan.row_blocks), plan.col_blocks), samples, seed)
     kernel = lower_slice(cfg.kb, mapping, wl, frozenset(blocks))
-    return check_slice(kernel, cfg, wl, plan, blocks, seed)
+    return replace(check_slice(kernel, cfg, wl, plan, blocks, seed), wall_s=time.perf_counter() - t0)
 
 
 def check_slice(
@@ -99,6 +105,7 @@ def check_slice(
 ) -> SampleCheck:
     """Run a slice (`kernel`, which may be any program with the slice's layout) on fresh inputs
     for `blocks` and compare each block with NumPy."""
+    t0 = time.perf_counter()
     layout = kernel.layout
     data = _Inputs(wl, plan, blocks, seed, cfg.mlen)
     hbm0 = data.image(layout)
@@ -140,6 +147,8 @@ def check_slice(
         exact=exact,
         max_abs_err=worst,
         untouched=detail,
+        hbm_output=layout.hbm_output is not None,
+        wall_s=time.perf_counter() - t0,
     )
 
 
