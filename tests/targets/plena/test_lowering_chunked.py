@@ -11,6 +11,8 @@ import dataclasses
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 from zomboss.targets.plena import TARGET
 from zomboss.targets.plena.layout import Kernel
 from zomboss.targets.plena.lowering import linear_plan
@@ -129,3 +131,33 @@ def test_an_exported_chunked_kernel_verifies_from_its_sidecar(tmp_path) -> None:
     assert "output (HBM" in out.read_text().splitlines()[3]
     res = TARGET.simulate_file(out, params)
     assert res.verified is True and res.extra["match_fraction"] == 1.0
+
+
+@settings(max_examples=8, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.filter_too_much])
+@given(data=st.data())
+def test_random_mappings_in_spans_compute_the_vram_kernel(data: st.DataObject) -> None:
+    """Any legal mapping (integer knobs drawn small) in spans of a 256-row VRAM: legal, verified,
+    and the VRAM kernel's output after MXFP8."""
+    m_, k, n = (
+        data.draw(st.sampled_from([68, 132])),
+        data.draw(st.sampled_from([128, 320])),
+        data.draw(st.sampled_from([64, 128])),
+    )
+    spec, small = f"linear:M={m_},K={k},N={n}", {"vram_rows": 256}
+    wl = TARGET.workload(spec)
+    sp = space(TARGET.kb(small), "linear")
+    vals = {
+        kn.name: data.draw(st.sampled_from(kn.values)) if kn.values else data.draw(st.integers(1, 4)) for kn in sp.knobs
+    }
+    m = sp.mapping(vals, wl.shape)
+    assume(sp.violations(TARGET.kb(small), m, wl.shape) == [])
+    inst = TARGET.instance(wl, small)
+    kernel = TARGET.kernel(inst, m)
+    assert kernel.layout.hbm_output is not None
+    ver = verify(kernel, [inst])
+    assert ver.verified, f"{m.key()}: {ver.reason}"
+    inst0 = TARGET.instance(wl, {})
+    whole = TARGET.kernel(inst0, sp.mapping(vals, wl.shape))
+    assert np.array_equal(
+        result(ver.run, kernel.layout), mx_fake_quant(result(verify(whole, [inst0]).run, whole.layout))
+    )
