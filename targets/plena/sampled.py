@@ -49,6 +49,7 @@ class SampleCheck:
     instructions: int  # executed by the slice, hardware loops expanded
     wrong: tuple[Block, ...]  # sampled blocks that fail a gate (or are not finite)
     exact: int  # sampled blocks bit-identical to their NumPy reference
+    exact_elements: float  # share of the sampled elements bit-identical to it
     max_abs_err: float
     untouched: str  # "" or what the slice wrote outside its output and work regions
     hbm_output: bool  # the kernel stores Y to HBM (its row spans do not fit VRAM together)
@@ -62,6 +63,7 @@ class SampleCheck:
             "sampled": [list(b) for b in self.blocks],
             "wrong": [list(b) for b in self.wrong],
             "bit_exact_blocks": self.exact,
+            "bit_exact_elements": round(self.exact_elements, 6),
             "max_abs_err": self.max_abs_err,
             "block": "MLEN x MLEN tile of Y: [row block, column block]",
             "gates": "plena and strict, per block, as --verify full"
@@ -115,7 +117,7 @@ def check_slice(
     run = simulate(
         kernel.program, cfg, hbm0, fpsram_init=fp, modes=(), check=True, max_instructions=MAX_SLICE_INSTRUCTIONS
     )
-    wrong, exact, worst = [], 0, 0.0
+    wrong, exact, worst, same, total = [], 0, 0.0, 0, 0
     vram_out = None
     for b in blocks:
         r0, rows = plan.row_blocks[b[0]]
@@ -135,6 +137,7 @@ def check_slice(
         if not ok:
             wrong.append(b)
         exact += int(np.array_equal(out, ref))
+        same, total = same + int(np.sum(out == ref)), total + out.size
         err = np.abs(out.astype(np.float64) - ref)
         worst = max(worst, float(np.nanmax(err)) if np.isfinite(err).any() else math.inf)
     detail = _untouched(run.vram, run.hbm, layout, hbm0)
@@ -145,6 +148,7 @@ def check_slice(
         instructions=run.instructions,
         wrong=tuple(wrong),
         exact=exact,
+        exact_elements=same / total if total else 1.0,
         max_abs_err=worst,
         untouched=detail,
         hbm_output=layout.hbm_output is not None,

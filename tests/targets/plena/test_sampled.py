@@ -60,7 +60,7 @@ def test_one_k_chunk_samples_are_bit_exact() -> None:
     spec, params = "linear:M=192,K=128,N=128", {"vram_rows": 512}
     wl, cfg, m, _ = _setup(spec, params)
     got = verify_sampled(cfg, m, wl, samples=3, seed=5)
-    assert got.verified and got.exact == 3 and got.max_abs_err == 0.0
+    assert got.verified and got.exact == 3 and got.exact_elements == 1.0 and got.max_abs_err == 0.0
 
 
 def _drop(kernel: Kernel, op: str, last: bool = True) -> Kernel:
