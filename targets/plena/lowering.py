@@ -10,6 +10,12 @@ space the reference lists as headroom (§4.9): deeper K chunks up to the MRAM ca
 weight residency across row blocks, hoisted CSR programming, unrolled or rolled code, fused
 up/gate projections, vector-first reductions, valid-rows-only softmax, cheaper causal-mask
 construction, one-pass attention, on-chip rotate_half.
+
+A linear whose activations and output do not fit VRAM together (the compiler's kernel would
+overflow it) is processed in row spans, each prefetched, computed and stored to HBM
+(`linear_plan`); that follows from the sizes, so every linear that fits keeps the compiler's
+kernel. `lower_slice` emits the part of a linear that computes chosen output tiles (`--verify
+sampled`).
 """
 
 from __future__ import annotations
