@@ -6,8 +6,9 @@ Usage: python scripts/sim_speed.py [--target gemmini|plena|all] [--no-full] [--s
 Per default: full and extrapolated cycles, their relative error, and the CPU seconds of each
 (process time, so that other jobs on the machine distort it less than wall time); then the
 median and slowest extrapolated times, the worst and median errors per target. `--scale` adds
-the Gemmini matmul defaults of 1024^3 ... 8192x28672x8192 and the PLENA 192x8192x8192 linear (4096x8192x8192 does not fit its VRAM)
-(extrapolated only: a full simulation of those takes minutes to hours), with the cycles/bound
+the Gemmini matmul defaults of 1024^3 ... 8192x28672x8192 and the PLENA linears 192x8192x8192
+(the largest whose X and Y fit the doc's VRAM) and 4096x8192x8192 (processed in row spans
+stored to HBM) (extrapolated only: a full simulation of those takes minutes to hours), with the cycles/bound
 ratio and equivalent instructions per second. Functional verification is not part of any
 figure here (see `zomboss default --verify`).
 """
@@ -28,7 +29,10 @@ SCALE = {
         "matmul:M=4096,N=4096,K=4096",
         "matmul:M=8192,N=28672,K=8192",
     ],
-    "plena": ["linear:M=192,N=8192,K=8192"],  # the largest of the family the doc's VRAM holds
+    "plena": [
+        "linear:M=192,N=8192,K=8192",  # the largest linear whose X and Y fit the doc's VRAM
+        "linear:M=4096,N=8192,K=8192",  # 22 row spans of 192 rows, each stored to HBM
+    ],
 }
 
 

@@ -76,9 +76,13 @@ def default_result(
         if verify == "none":
             reason = "timing only (--verify none)"
         elif timed.instructions > MAX_VERIFIED_INSTRUCTIONS:
+            sampled = (
+                "; --verify sampled checks a sample of its output blocks" if isinstance(t, SampledVerifier) else ""
+            )
             reason = (
                 f"timing only: {timed.instructions:,} executed instructions, more than the "
-                f"{MAX_VERIFIED_INSTRUCTIONS:,} --verify auto simulates functionally (--verify full does)"
+                f"{MAX_VERIFIED_INSTRUCTIONS:,} --verify auto simulates functionally (--verify full simulates them "
+                f"all when the operands can be allocated{sampled})"
             )
     if reason is None:
         try:

@@ -14,6 +14,12 @@ Evaluations (`evaluate`):
   verifies `extra_seeds` further seeds functionally (unchecked, untimed: legality and timing
   do not depend on the data), because the gates are statistical and one seed's inputs can
   pass by luck. `report["gates"]` has one entry per seed verified.
+* `verify_sampled` (`zomboss default --verify sampled`, linears only) verifies a sample of a
+  linear's output tiles, each computed by its slice of the kernel on fresh inputs, with every
+  rule checked (`sampled.py`): what a linear too large to verify whole gets.
+
+A linear whose activations and output do not fit VRAM is processed in row spans, each stored to
+HBM (`lowering.linear_plan`); its result is then that HBM tensor (`KernelLayout.hbm_output`).
 
 Every evaluation's `breakdown` splits the `rtl` cycles into compute (matrix and vector units,
 scalar FP arithmetic), memory (HBM DMA and the scalar SRAM moves), stall (pipeline hazards)
@@ -44,6 +50,7 @@ from .bounds import Bound, lower_bound, program_bound
 from .layout import Geometry, Kernel
 from .lowering import lower
 from .mapping import library_default
+from .sampled import verify_sampled
 from .simulator import DOC, PlenaConfig, PlenaRun, min_executed, simulate
 from .simulator import trace as sim_trace
 from .suite import SCHEMAS, SUITE, check_shape, data_bytes, workload
@@ -150,6 +157,14 @@ class PlenaTarget:
             seed=inst.seed,
             report=report,
         )
+
+    def verify_sampled(
+        self, inst: PlenaInstance, mapping: KnobMapping, samples: int, seed: int
+    ) -> tuple[bool, Mapping[str, Any]]:
+        """`sampled.verify_sampled`: `samples` output tiles of a linear, each computed by its
+        slice of the kernel on fresh inputs, rule-checked, against NumPy (other families refuse)."""
+        check = verify_sampled(inst.cfg, mapping, inst.workload, samples, seed)
+        return check.verified, check.to_json()
 
     def bound(self, wl: Workload, params: Params, mapping: KnobMapping | None = None) -> int:
         """The roofline bound of `wl` (bounds.py); for a mapping, at least its program's static

@@ -79,14 +79,17 @@ def write(
     kb: KB, wl: Workload, kernel: Kernel, geo: Geometry, out: Path, extra: Mapping[str, Any] | None = None
 ) -> Path:
     """Write `out` (assembly) and its sidecar; returns `out`."""
-    o = kernel.layout.output
+    o, h = kernel.layout.output, kernel.layout.hbm_output
     header = "\n".join(
         [
             f"zomboss PLENA kernel for {wl.id} ({wl.spec})",
             f"source: {kernel.program.meta.get('source', '')}; {len(kernel.program)} instructions",
             "inputs (HBM, MXFP8 row-major then E8M0 scales): "
             + ", ".join(f"{t.name}[{t.rows}x{t.cols}]@{t.base}" for t in kernel.layout.inputs),
-            f"output (VRAM, column-block-major BF16): {o.name}[{o.rows}x{o.cols}]@{o.base} ({o.phys_rows} physical rows)",
+            f"output (VRAM, column-block-major BF16): {o.name}[{o.rows}x{o.cols}]@{o.base} ({o.phys_rows} physical rows)"
+            if h is None
+            else f"output (HBM, MXFP8 row-major then E8M0 scales, stored by H_STORE_V): {h.name}[{h.rows}x{h.cols}]@{h.base}"
+            f"; VRAM row-chunk buffer {o.name}@{o.base}",
             "FP SRAM preload: " + ", ".join(f"[{k}]={v}" for k, v in sorted(kernel.layout.fp_sram.items())),
             f"layout sidecar: {sidecar_path(out).name}",
         ]

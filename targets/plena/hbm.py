@@ -59,6 +59,29 @@ class Hbm:
         self._ensure(addr + data.size)
         self._buf[addr : addr + data.size] = data
 
+    def write_rows(self, addr: int, pitch: int, rows: np.ndarray) -> None:
+        """Row i of a 2-D uint8 array at addr + i*pitch (a column block of a row-major tensor)."""
+        rows = np.asarray(rows, dtype=np.uint8)
+        if addr < 0:
+            raise HbmError(f"negative HBM address {addr}")
+        n, length = rows.shape
+        self._ensure(addr + (n - 1) * pitch + length)
+        idx = addr + np.arange(n, dtype=np.int64)[:, None] * pitch + np.arange(length, dtype=np.int64)
+        self._buf[idx] = rows
+
+    def same_as(self, other: Hbm, skip: tuple[int, int] = (0, 0), piece: int = 1 << 24) -> tuple[int, int]:
+        """(bytes that differ from `other` outside [skip), the first such address or -1),
+        compared piece by piece (images of hundreds of MB are not copied); missing bytes are 0."""
+        n, count, first = max(self.size, other.size), 0, -1
+        for lo in range(0, n, piece):
+            a, b = self.read(lo, min(piece, n - lo)), other.read(lo, min(piece, n - lo))
+            diff = np.flatnonzero(a != b) + lo
+            diff = diff[(diff < skip[0]) | (diff >= skip[1])]
+            if diff.size:
+                count += int(diff.size)
+                first = int(diff[0]) if first < 0 else first
+        return count, first
+
     def gather(self, addrs: np.ndarray, length: int) -> np.ndarray:
         """Rows of `length` bytes starting at each address: shape [len(addrs), length]."""
         idx = np.asarray(addrs, dtype=np.int64)[:, None] + np.arange(length, dtype=np.int64)

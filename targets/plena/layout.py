@@ -34,6 +34,7 @@ _DOC_NAMES = {  # Geometry field -> doc parameter (plena.md §1)
     "wb_v": "hbm_v_writeback",
     "mram_tiles": "mram_tiles",
     "fpsram": "fpsram_size",
+    "vram_rows": "vram_rows",
 }
 
 
@@ -50,6 +51,7 @@ class Geometry:
     wb_v: int  # rows moved by one H_STORE_V (HBM_V_Writeback_Amount)
     mram_tiles: int  # MLEN×MLEN tiles in the matrix SRAM
     fpsram: int  # FP SRAM entries
+    vram_rows: int  # VLEN-wide rows of the vector SRAM: what a lowering may keep on chip at once
 
     @property
     def tile(self) -> int:
@@ -129,13 +131,16 @@ class KernelLayout:
     """Memory map of one kernel: HBM inputs, the VRAM output, VRAM work regions, FP SRAM constants.
 
     `inputs` are keyed by the golden's input names; `fp_sram` maps slot -> value (before the
-    fp16/bf16 preload rounding).
+    fp16/bf16 preload rounding). A kernel whose result does not fit VRAM writes it to HBM
+    (`hbm_output`, MXFP8 through H_STORE_V): then that is its result and `output` is only
+    the VRAM buffer it is computed in, piece by piece.
     """
 
     inputs: tuple[HbmTensor, ...]
     output: VramTensor
     work: tuple[VramRegion, ...] = ()
     fp_sram: Mapping[int, float] = field(default_factory=dict)
+    hbm_output: HbmTensor | None = None
 
     def writable(self) -> list[tuple[int, int]]:
         """VRAM [lo, hi) element ranges the kernel may write."""
@@ -155,7 +160,9 @@ class KernelLayout:
                 "work": [asdict(r) for r in self.work],
             },
             "fp_sram": {str(k): _json_float(v) for k, v in sorted(self.fp_sram.items())},
-        }
+            **({"hbm_output": {**asdict(self.hbm_output), "scale_offset": self.hbm_output.scale_offset}}
+               if self.hbm_output is not None else {}),
+        }  # fmt: skip
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> KernelLayout:
@@ -170,9 +177,11 @@ class KernelLayout:
                 VramRegion(name=r["name"], base=int(r["base"]), size=int(r["size"])) for r in data["vram"]["work"]
             )
             fp = {int(k): float(v) for k, v in data.get("fp_sram", {}).items()}
+            h = data.get("hbm_output")
+            hbm_out = None if h is None else HbmTensor(h["name"], int(h["base"]), int(h["rows"]), int(h["cols"]))
         except (KeyError, TypeError, ValueError) as e:
             raise ZombossError(f"layout sidecar is malformed: {type(e).__name__} {e}") from None
-        return cls(inputs=inputs, output=output, work=work, fp_sram=fp)
+        return cls(inputs=inputs, output=output, work=work, fp_sram=fp, hbm_output=hbm_out)
 
 
 def _json_float(v: float) -> float | str:
@@ -190,10 +199,11 @@ class Allocator:
         self.inputs: list[HbmTensor] = []
         self.work: list[VramRegion] = []
 
-    def hbm(self, name: str, rows: int, cols: int) -> HbmTensor:
+    def hbm(self, name: str, rows: int, cols: int, is_input: bool = True) -> HbmTensor:
         t = HbmTensor(name, self.hbm_top, rows, cols)
         self.hbm_top = _align(t.base + t.nbytes, 64)
-        self.inputs.append(t)
+        if is_input:
+            self.inputs.append(t)
         return t
 
     def vram(self, name: str, rows: int, cols: int, phys_rows: int | None = None, work: bool = True) -> VramTensor:
@@ -203,9 +213,13 @@ class Allocator:
             self.work.append(VramRegion(name, t.base, t.size))
         return t
 
-    def layout(self, output: VramTensor, fp_sram: Mapping[int, float]) -> KernelLayout:
+    def layout(
+        self, output: VramTensor, fp_sram: Mapping[int, float], hbm_output: HbmTensor | None = None
+    ) -> KernelLayout:
         work = tuple(r for r in self.work if r.name != output.name)
-        return KernelLayout(inputs=tuple(self.inputs), output=output, work=work, fp_sram=dict(fp_sram))
+        return KernelLayout(
+            inputs=tuple(self.inputs), output=output, work=work, fp_sram=dict(fp_sram), hbm_output=hbm_output
+        )
 
 
 def _align(x: int, a: int) -> int:

@@ -10,19 +10,27 @@ space the reference lists as headroom (§4.9): deeper K chunks up to the MRAM ca
 weight residency across row blocks, hoisted CSR programming, unrolled or rolled code, fused
 up/gate projections, vector-first reductions, valid-rows-only softmax, cheaper causal-mask
 construction, one-pass attention, on-chip rotate_half.
+
+A linear whose activations and output do not fit VRAM together (the compiler's kernel would
+overflow it) is processed in row spans, each prefetched, computed and stored to HBM
+(`linear_plan`); that follows from the sizes, so every linear that fits keeps the compiler's
+kernel. `lower_slice` emits the part of a linear that computes chosen output tiles (`--verify
+sampled`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
+from zomboss.errors import WorkloadError
 from zomboss.knowledge import KB
 from zomboss.mapping import Mapping
 from zomboss.workload import Workload
 
 from . import templates as t
-from .builder import Asm
+from .builder import IMM18, Asm
 from .layout import Allocator, Geometry, HbmTensor, Kernel, VramTensor
 from .mapping import check
 from .suite import check_shape
@@ -34,61 +42,174 @@ from .templates import cdiv
 # (`Asm(lazy=True)`): flat, it would take longer to build than its timing takes to simulate.
 LAZY_STATIC = 200_000
 
+Block = tuple[int, int]  # (row block in program order, MLEN-wide output column block)
 
-def lower_linear(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
+
+@dataclass(frozen=True)
+class LinearPlan:
+    """How a linear's rows are processed. When X and Y fit VRAM (and a rolled projection's
+    K stride, M·VLEN, fits an S_ADDI_INT immediate) all M rows are one span, staged whole and
+    left in VRAM: the compiler's kernel. Otherwise M goes in spans of `chunk` rows (the last
+    may be shorter): each span's X rows are prefetched into a chunk buffer and its Y rows
+    computed and stored to HBM (MXFP8, H_STORE_V) before the next span reuses the buffers."""
+
+    mlen: int
+    chunk: int | None  # rows per span; None when the whole linear fits
+    spans: tuple[tuple[int, int], ...]  # (first row, rows)
+    k_chunks: tuple[tuple[int, int], ...]  # (first K tile, tiles)
+    groups: tuple[tuple[int, int], ...]  # (first column block, column blocks)
+
+    @property
+    def row_blocks(self) -> tuple[tuple[int, int], ...]:
+        """Every MLEN-row block of the output, (first row, rows), in program order."""
+        ml = self.mlen
+        return tuple((r0 + i * ml, min(ml, rows - i * ml)) for r0, rows in self.spans for i in range(cdiv(rows, ml)))
+
+    @property
+    def col_blocks(self) -> int:
+        return sum(cn for _, cn in self.groups)
+
+
+def _linear_vram(rows: int, k: int, n: int, geo: Geometry, temp: bool) -> int:
+    """VRAM elements a span of `rows` rows takes, allocated as the lowering allocates them:
+    X rows, Y rows (padded to MLEN), the partial-sum tile."""
+    al = Allocator(geo)
+    last = al.vram("X", rows, k)
+    last = al.vram("Y", rows, n, phys_rows=cdiv(rows, geo.mlen) * geo.mlen)
+    if temp:
+        last = al.vram("Y_temp", geo.mlen, geo.mlen)
+    return last.base + last.size
+
+
+def linear_plan(m: Mapping, wl: Workload, geo: Geometry) -> LinearPlan:
+    """The spans of a linear (see LinearPlan): the largest chunk of whole MLEN-row blocks
+    that fits VRAM, else the largest multiple of BLEN and both V transfer amounts."""
+    k_chunk, n_block, unroll = m.int("k_chunk"), m.int("n_block"), m.flag("unroll")
+    mm, k, n = wl["M"], wl["K"], wl["N"]
+    kt, nt = k // geo.mlen, n // geo.mlen
+    k_chunks = tuple((s, min(k_chunk, kt - s)) for s in range(0, kt, k_chunk))
+    groups = tuple((c, min(n_block, nt - c)) for c in range(0, nt, n_block))
+    temp = len(k_chunks) > 1
+    cap = geo.vram_rows * geo.vlen
+
+    def fits(rows: int) -> bool:
+        return _linear_vram(rows, k, n, geo, temp) <= cap and (unroll or rows * geo.vlen < IMM18)
+
+    if fits(mm):
+        return LinearPlan(geo.mlen, None, ((0, mm),), k_chunks, groups)
+    unit = math.lcm(geo.blen, geo.pf_v, geo.wb_v)
+    for step in (geo.mlen, unit) if geo.mlen % unit == 0 else (unit,):
+        lo, hi = 0, mm // step  # the largest q with fits(q * step): fits is monotone in the rows
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if fits(mid * step) else (lo, mid - 1)
+        if lo:
+            chunk = lo * step
+            return LinearPlan(geo.mlen, chunk, tuple((r, min(chunk, mm - r)) for r in range(0, mm, chunk)), k_chunks,
+                              groups)  # fmt: skip
+    raise WorkloadError(
+        f"{wl.id}: not even {unit} rows of X (K={k}) and Y (N={n}) fit the {geo.vram_rows} VRAM rows "
+        f"(vram_rows={geo.vram_rows})"
+    )
+
+
+def lower_linear(m: Mapping, wl: Workload, geo: Geometry, keep: frozenset[Block] | None = None) -> Kernel:
     """Y[M,N] = X[M,K]·W[K,N] (§4.3): K chunks of `k_chunk` tiles, groups of `n_block` column
-    blocks and of `m_block` row blocks sharing one weight load; BF16 partial sums per chunk."""
-    k_chunk, n_block, m_block = m.int("k_chunk"), m.int("n_block"), m.int("m_block")
+    blocks and of `m_block` row blocks sharing one weight load; BF16 partial sums per chunk.
+    Rows go in the spans of `linear_plan`. With `keep` (output blocks, `LinearPlan` row block
+    index and column block) it is the slice of the kernel that computes them: every reduction
+    step of each, the weight loads and spans they need, nothing else (`sampled.py`)."""
+    m_block = m.int("m_block")
     unroll, hoist, order = m.flag("unroll"), m.flag("hoist_csr"), m.sym("tile_order")
     mm, k, n = wl["M"], wl["K"], wl["N"]
+    plan = linear_plan(m, wl, geo)
+    chunks, groups = plan.k_chunks, plan.groups
+    rows_max = plan.chunk or mm
     al = Allocator(geo)
     x_h, w_h = al.hbm("X", mm, k), al.hbm("W", k, n)
-    x = al.vram("X", mm, k)
-    y = al.vram("Y", mm, n, phys_rows=cdiv(mm, geo.mlen) * geo.mlen)
-    kt, nt = k // geo.mlen, n // geo.mlen
-    chunks = [(s, min(k_chunk, kt - s)) for s in range(0, kt, k_chunk)]
-    groups = [(c, min(n_block, nt - c)) for c in range(0, nt, n_block)]
+    y_h = al.hbm("Y", mm, n, is_input=False) if plan.chunk else None
+    x = al.vram("X", rows_max, k)
+    y = al.vram("Y", rows_max, n, phys_rows=cdiv(rows_max, geo.mlen) * geo.mlen)
     temp = al.vram("Y_temp", geo.mlen, geo.mlen) if len(chunks) > 1 else None
-    row_blocks = cdiv(mm, geo.mlen)
-    passes = len(chunks) * len(groups) * cdiv(row_blocks, m_block)
-    asm = Asm(lazy=passes * (4 * k_chunk * n_block + 30 * n_block * m_block) > LAZY_STATIC)
-    t.load_batch(asm, geo, x_h, x, 0, (1, 2, 3, 4, 5))
-    if hoist:
-        t.csr_setup(asm, w_h, 1, 1, 2)
+    k_chunk, n_block = m.int("k_chunk"), m.int("n_block")
+    passes = len(chunks) * len(groups) * sum(cdiv(cdiv(r, geo.mlen), m_block) for _, r in plan.spans)
+    asm = Asm(lazy=keep is None and passes * (4 * k_chunk * n_block + 30 * n_block * m_block) > LAZY_STATIC)
+    block0 = [0]  # the row-block index of each span's first row block
+    for _, rows in plan.spans:
+        block0.append(block0[-1] + cdiv(rows, geo.mlen))
 
-    def load(asm: Asm, ks: int, kc: int, c0: int, cn: int) -> None:
-        blocks = [(ks + i, c0 + j) for j in range(cn) for i in range(kc)]
-        t.load_tiles(asm, geo, w_h, blocks, 0, 1, (1, 2, 3), setup=not hoist)
+    def wanted(s: int, rb: int, cb: int) -> bool:
+        return keep is None or (block0[s] + rb, cb) in keep
 
-    def compute(asm: Asm, ci: int, ks: int, kc: int, c0: int, cn: int, rb: int) -> None:
-        valid = min(geo.mlen, mm - rb * geo.mlen)
-        for j in asm.copies(range(cn)):
-            tile = y.block(rb, c0 + j, geo.mlen)
-            target = tile if ci == 0 or temp is None else temp.base
-            t.projection(
-                asm, geo, x.block(rb, ks, geo.mlen), x.phys_rows * geo.vlen, j * kc * geo.tile, target, kc,
-                cdiv(valid, geo.blen), order=order, unroll=unroll,
-            )  # fmt: skip
-            if ci > 0 and temp is not None:
-                rows = geo.mlen if m.sym("add_rows") == "mlen" else cdiv(valid, geo.blen) * geo.blen
-                t.block_binary(asm, geo, "V_ADD_VV", tile, tile, temp.base, rows, (1, 2, 3, 4))
+    def span(asm: Asm, s: int) -> None:
+        """The passes over one span's rows (all M rows when the linear fits)."""
+        rows = plan.spans[s][1]
+        row_blocks = cdiv(rows, geo.mlen)
 
-    def one_pass(asm: Asm, ci: int, g: int) -> None:
-        """The loaded W tiles stay resident across m_block row blocks."""
-        (ks, kc), (c0, cn) = chunks[ci], groups[g]
+        def load(asm: Asm, ks: int, kc: int, c0: int, cn: int) -> None:
+            blocks = [(ks + i, c0 + j) for j in range(cn) for i in range(kc)]
+            t.load_tiles(asm, geo, w_h, blocks, 0, 1, (1, 2, 3), setup=not hoist)
 
-        def rows(asm: Asm, i: int) -> None:
-            load(asm, ks, kc, c0, cn)
-            for rb in asm.copies(range(i * m_block, min((i + 1) * m_block, row_blocks))):
-                compute(asm, ci, ks, kc, c0, cn, rb)
+        def compute(asm: Asm, ci: int, ks: int, kc: int, c0: int, cn: int, rb: int) -> None:
+            valid = min(geo.mlen, rows - rb * geo.mlen)
+            for j in asm.copies([j for j in range(cn) if wanted(s, rb, c0 + j)]):
+                tile = y.block(rb, c0 + j, geo.mlen)
+                target = tile if ci == 0 or temp is None else temp.base
+                t.projection(
+                    asm, geo, x.block(rb, ks, geo.mlen), x.phys_rows * geo.vlen, j * kc * geo.tile, target, kc,
+                    cdiv(valid, geo.blen), order=order, unroll=unroll,
+                )  # fmt: skip
+                if ci > 0 and temp is not None:
+                    add = geo.mlen if m.sym("add_rows") == "mlen" else cdiv(valid, geo.blen) * geo.blen
+                    t.block_binary(asm, geo, "V_ADD_VV", tile, tile, temp.base, add, (1, 2, 3, 4))
 
-        asm.repeat(cdiv(row_blocks, m_block), rows)
+        def one_pass(asm: Asm, ci: int, g: int) -> None:
+            """The loaded W tiles stay resident across m_block row blocks."""
+            (ks, kc), (c0, cn) = chunks[ci], groups[g]
+            sel = [i for i in range(cdiv(row_blocks, m_block)) if any(
+                wanted(s, rb, c0 + j) for rb in range(i * m_block, min((i + 1) * m_block, row_blocks)) for j in range(cn)
+            )]  # fmt: skip
 
-    if m.sym("order") == "kchunk_outer":
-        asm.repeat(len(chunks), lambda a, ci: a.repeat(len(groups), lambda b, g: one_pass(b, ci, g)))
-    else:
-        asm.repeat(len(groups), lambda a, g: a.repeat(len(chunks), lambda b, ci: one_pass(b, ci, g)))
-    return Kernel(asm.program({"op": "linear", "source": "lowering"}), al.layout(y, {t.FP_ZERO: 0.0}))
+            def rows_of(asm: Asm, i: int) -> None:
+                load(asm, ks, kc, c0, cn)
+                for rb in asm.copies(range(sel[i] * m_block, min((sel[i] + 1) * m_block, row_blocks))):
+                    compute(asm, ci, ks, kc, c0, cn, rb)
+
+            asm.repeat(len(sel), rows_of)
+
+        gs = [g for g, (c0, cn) in enumerate(groups) if any(
+            wanted(s, rb, c0 + j) for rb in range(row_blocks) for j in range(cn)
+        )]  # fmt: skip
+        if m.sym("order") == "kchunk_outer":
+            asm.repeat(len(chunks), lambda a, ci: a.repeat(len(gs), lambda b, g: one_pass(b, ci, gs[g])))
+        else:
+            asm.repeat(len(gs), lambda a, g: a.repeat(len(chunks), lambda b, ci: one_pass(b, ci, gs[g])))
+
+    if y_h is None:
+        t.load_batch(asm, geo, x_h, x, 0, (1, 2, 3, 4, 5))
+        if hoist:
+            t.csr_setup(asm, w_h, 1, 1, 2)
+        span(asm, 0)
+        return Kernel(asm.program({"op": "linear", "source": "lowering"}), al.layout(y, {t.FP_ZERO: 0.0}))
+
+    out = y_h
+
+    def chunk(asm: Asm, i: int) -> None:
+        """Prefetch a span's X rows, compute its Y rows, store them (then the next span)."""
+        s = todo[i]
+        r0, rows = plan.spans[s]
+        t.transfer_rows(asm, geo, "H_PREFETCH_V", x_h, r0, x, rows, 0, (1, 2, 3, 4, 5, 6))
+        if hoist:
+            t.csr_setup(asm, w_h, 1, 1, 2)
+        span(asm, s)
+        t.transfer_rows(asm, geo, "H_STORE_V", out, r0, y, rows, 2, (1, 2, 3, 4, 5, 6))
+
+    todo = [s for s, (_, rows) in enumerate(plan.spans) if keep is None or any(
+        (block0[s] + rb, cb) in keep for rb in range(cdiv(rows, geo.mlen)) for cb in range(plan.col_blocks)
+    )]  # fmt: skip
+    asm.repeat(len(todo), chunk)
+    layout = al.layout(y, {t.FP_ZERO: 0.0}, hbm_output=y_h)
+    return Kernel(asm.program({"op": "linear", "source": "lowering", "chunk_rows": plan.chunk}), layout)
 
 
 # -- rmsnorm ------------------------------------------------------------------------------------
@@ -508,3 +629,13 @@ def lower(kb: KB, mapping: Mapping, wl: Workload) -> Kernel:
     check_shape(wl, geo.mlen, geo.blen, geo.mram_tiles)
     check(kb, mapping, wl)
     return FAMILIES[wl.op](mapping, wl, geo)
+
+
+def lower_slice(kb: KB, mapping: Mapping, wl: Workload, keep: frozenset[Block]) -> Kernel:
+    """The slice of `lower(kb, mapping, wl)` that computes the output blocks `keep` (linear only)."""
+    geo = Geometry.from_params(kb.params)
+    check_shape(wl, geo.mlen, geo.blen, geo.mram_tiles)
+    check(kb, mapping, wl)
+    if wl.op != "linear":
+        raise WorkloadError(f"{wl.id}: a kernel slice exists for the linear family only, not {wl.op}")
+    return lower_linear(mapping, wl, geo, keep)

@@ -187,3 +187,15 @@ def mx_dequantize(codes: np.ndarray, scales: np.ndarray, block: int = MX_BLOCK) 
 def mx_fake_quant(x: np.ndarray, block: int = MX_BLOCK) -> np.ndarray:
     """What a tensor becomes after a trip through HBM: quantize, then dequantize."""
     return mx_dequantize(*mx_quantize(x, block), block)
+
+
+def mx_spacing(x: np.ndarray, block: int = MX_BLOCK) -> np.ndarray:
+    """Per element of rows `x`, the distance from its MXFP8 code (as `mx_quantize` picks it)
+    to the next larger code of its block: 2^(block exponent) · 2^k/8 with k the element's
+    E4M3 exponent (the subnormal range spaced as k = -6, the larger step above it)."""
+    codes, scales = mx_quantize(x, block)
+    k = np.maximum(((codes.astype(np.int32) >> 3) & 0xF) - E4M3_BIAS, E4M3_EXP_MIN + 1)
+    e = scales.astype(np.int32) - E8M0_BIAS
+    e = np.repeat(e, block, axis=-1).reshape(codes.shape)
+    out = np.ldexp(np.float32(1.0), e + k - 3).astype(np.float32)
+    return np.where(np.repeat(scales, block, axis=-1).reshape(codes.shape) == 0, np.float32(0.0), out)

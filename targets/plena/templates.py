@@ -94,6 +94,49 @@ def load_batch(asm: Asm, geo: Geometry, src: HbmTensor, dst: VramTensor, areg: i
         asm.addi(g_off, g_off, geo.vlen)
 
 
+def transfer_rows(
+    asm: Asm,
+    geo: Geometry,
+    op: str,
+    hbm: HbmTensor,
+    row0: int,
+    vram: VramTensor,
+    rows: int,
+    areg: int,
+    regs: Sequence[int],
+) -> None:
+    """Move `rows` rows of `hbm` from row `row0` to or from the first rows of `vram` (a buffer
+    of a row chunk, column-block-major): H_PREFETCH_V (load) or H_STORE_V (store) per
+    (column block, row group). The HBM offset of (row0, 0) is built with `li` and the loops
+    only step addresses by a row group and a column block, so every immediate stays in range
+    whatever the tensor's size (`load_batch` steps through the whole tensor instead).
+
+    regs: HBM offset of the column block, HBM row offset, VRAM column base, VRAM row pointer,
+    outer and inner loop counters."""
+    g_col, g_row, g_vcol, g_vrow, l_outer, l_inner = regs[:6]
+    amount = geo.pf_v if op == "H_PREFETCH_V" else geo.wb_v
+    if rows % amount or rows > vram.phys_rows or vram.cols != hbm.cols:
+        raise WorkloadError(
+            f"{hbm.name}: {rows} rows must be a multiple of the {op} amount {amount} and fit the buffer {vram.name}"
+        )
+    set_hbm_base(asm, areg, g_col, hbm.base)
+    asm.li(g_col, hbm.scale_offset)
+    asm.set_scale(g_col)
+    asm.li(g_row, hbm.cols)
+    asm.set_stride(g_row)
+    asm.li(g_col, row0 * hbm.cols)
+    asm.li(g_vcol, vram.base)
+    with asm.loop(l_outer, cdiv(hbm.cols, geo.vlen)):
+        asm.addi(g_row, g_col, 0)
+        asm.addi(g_vrow, g_vcol, 0)
+        with asm.loop(l_inner, rows // amount):
+            asm.emit(op, g_vrow, g_row, areg, 1, 0)
+            asm.addi(g_vrow, g_vrow, geo.vlen * amount)
+            asm.addi(g_row, g_row, hbm.cols * amount)
+        asm.addi(g_col, g_col, geo.vlen)
+        asm.addi(g_vcol, g_vcol, vram.phys_rows * geo.vlen)
+
+
 def load_tiles(
     asm: Asm,
     geo: Geometry,
