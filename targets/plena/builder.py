@@ -8,7 +8,6 @@ here means a lowering never spells a mnemonic or an operand order twice.
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -46,13 +45,11 @@ def structure(program: Program) -> Structure | None:
     return s if isinstance(s, Structure) and s.instrs is program.instrs else None
 
 
-def alike_key(instrs: Iterable[Instr]) -> int:
-    """A hash of instructions with their value immediates blanked."""
-    shape = []
-    for ins in instrs:
-        pos = _VALUE_IMMEDIATES.get(ins.op)
-        shape.append((ins.op, ins.args[:pos]) if pos is not None else (ins.op, ins.args))
-    return hash(tuple(shape))
+def shape(op: str, args: tuple[int, ...]) -> int:
+    """A hash of one instruction with its value immediates blanked: a copy's alike key is
+    the hash of its instructions' shapes (`Asm.copies`)."""
+    pos = _VALUE_IMMEDIATES.get(op)
+    return hash((op, args if pos is None else args[:pos]))
 
 
 def nest_ops(items: Sequence[Item]) -> set[str]:
@@ -83,7 +80,7 @@ def _lazy(trips: int, emit: Callable[[Asm, int], None]) -> Loop:
             inner = tuple(
                 (it.trips, it.alike(0), it.alike(it.trips - 1)) for it in items if isinstance(it, Loop) and it.trips
             )
-            got = built[i] = (items, (alike_key(sub.instrs), inner))
+            got = built[i] = (items, (sub.key(0, len(sub.instrs)), inner))
         return got
 
     return Loop(trips, lambda i: build(i)[0], lambda i: build(i)[1])
@@ -97,22 +94,37 @@ class Asm:
     def __init__(self, lazy: bool = False) -> None:
         self.lazy = lazy
         self.instrs: list[Instr] = []
-        self.ops: set[str] = set()
+        self._shapes: list[int] = []  # each instruction's `shape`, for the copies' keys
         self._items: list[Item] = []  # the item list being built (the nest's top level, or a copy)
         self._open_loops = 0
+        # Each distinct instruction once, with its shape: lowerings repeat the same
+        # instructions many times, and building an Instr costs more than looking one up.
+        self._known: dict[tuple[str, tuple[int, ...]], tuple[Instr, int]] = {}
 
     def emit(self, op: str, *args: int) -> None:
-        ins = Instr(op, args)
-        self.instrs.append(ins)
-        self._items.append(ins)
-        self.ops.add(op)
+        got = self._known.get((op, args))
+        if got is None:
+            got = self._known[op, args] = (Instr(op, args), shape(op, args))
+        self.instrs.append(got[0])
+        self._items.append(got[0])
+        self._shapes.append(got[1])
+
+    @property
+    def ops(self) -> frozenset[str]:
+        """The mnemonics emitted."""
+        return frozenset(op for op, _ in self._known)
+
+    def key(self, start: int, end: int) -> int:
+        """The alike key of instructions [start, end): copies with equal keys are the same
+        instructions up to their value immediates."""
+        return hash(tuple(self._shapes[start:end]))
 
     def program(self, meta: Mapping[str, object] | None = None) -> Program:
         """The program, with its `Structure` in the meta; a lazy Asm's is its nest (`Program.nest`)."""
         if self.lazy:
             return Program.from_nest("plena", self._items, meta)
         instrs = tuple(self.instrs)
-        known = Structure(instrs, frozenset(self.ops), tuple(self._items))
+        known = Structure(instrs, self.ops, tuple(self._items))
         return Program("plena", instrs, {**dict(meta or {}), "structure": known})
 
     def repeat(self, trips: int, emit: Callable[[Asm, int], None]) -> None:
@@ -147,7 +159,7 @@ class Asm:
             parent.extend(it for body in bodies for it in body)
             return
         bounds.append(len(self.instrs))
-        keys = tuple(alike_key(self.instrs[a:b]) for a, b in zip(bounds, bounds[1:], strict=False))
+        keys = tuple(self.key(a, b) for a, b in zip(bounds, bounds[1:], strict=False))
         parent.append(Loop(len(bodies), tuple(bodies).__getitem__, keys.__getitem__))
 
     # -- integer scalar -------------------------------------------------------
@@ -176,16 +188,11 @@ class Asm:
         self.emit("S_ADDI_INT", 0, 0, 0)
 
     # -- control --------------------------------------------------------------
-    @contextmanager
-    def loop(self, counter: int, n: int) -> Iterator[None]:
-        """A hardware loop of `n` >= 1 iterations counted in gp[counter]."""
+    def loop(self, counter: int, n: int) -> _HwLoop:
+        """A hardware loop of `n` >= 1 iterations counted in gp[counter] (`with asm.loop(...):`)."""
         if not 1 <= n < IMM22:
             raise ZombossError(f"hardware loop count {n} outside 1..{IMM22 - 1}")
-        self.emit("C_LOOP_START", counter, n)
-        self._open_loops += 1
-        yield
-        self._open_loops -= 1
-        self.emit("C_LOOP_END", counter)
+        return _HwLoop(self, counter, n)
 
     def set_addr(self, areg: int, gp_lo: int) -> None:
         self.emit("C_SET_ADDR_REG", areg, 0, gp_lo)
@@ -274,3 +281,22 @@ class Asm:
 
     def fsqrt(self, fd: int, fa: int) -> None:
         self.emit("S_SQRT_FP", fd, fa)
+
+
+class _HwLoop:
+    """The context of `Asm.loop`: C_LOOP_START on entry, C_LOOP_END on a normal exit (a
+    class, not a generator context manager: lowerings open tens of thousands of loops)."""
+
+    __slots__ = ("asm", "counter", "n")
+
+    def __init__(self, asm: Asm, counter: int, n: int) -> None:
+        self.asm, self.counter, self.n = asm, counter, n
+
+    def __enter__(self) -> None:
+        self.asm.emit("C_LOOP_START", self.counter, self.n)
+        self.asm._open_loops += 1
+
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        if exc_type is None:
+            self.asm._open_loops -= 1
+            self.asm.emit("C_LOOP_END", self.counter)
