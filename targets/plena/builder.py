@@ -23,6 +23,10 @@ X = TypeVar("X")
 _VALUE_IMMEDIATES = {"S_ADDI_INT": 2, "S_LUI_INT": 1}
 
 
+# Each distinct instruction (op, args) once, with its `shape`: lowerings repeat the same
+# instructions many times, and building an Instr costs more than looking one up.
+_Known = dict[tuple[str, tuple[int, ...]], tuple[Instr, int]]
+
 MIN_COPIES_SPAN = 256  # instructions: a smaller region is cheaper to simulate than to watch for a steady state
 
 
@@ -64,8 +68,9 @@ def nest_ops(items: Sequence[Item]) -> set[str]:
     return ops
 
 
-def _lazy(trips: int, emit: Callable[[Asm, int], None]) -> Loop:
-    """A loop of `trips` copies of `emit`, each built when first asked for. A copy's key is
+def _lazy(trips: int, emit: Callable[[Asm, int], None], parent: Asm) -> Loop:
+    """A loop of `trips` copies of `emit`, each built when first asked for (sharing `parent`'s
+    distinct instructions: the copies mostly repeat each other's). A copy's key is
     that of its instructions (as a region's) and, for each loop inside it, its trip count and
     the keys of its first and last copies: a copy that differs only in the middle of a loop
     inside it (an address materialised by one `li` instruction instead of two) counts as alike."""
@@ -74,7 +79,7 @@ def _lazy(trips: int, emit: Callable[[Asm, int], None]) -> Loop:
     def build(i: int) -> tuple[tuple[Item, ...], Hashable]:
         got = built.get(i)
         if got is None:
-            sub = Asm(lazy=True)
+            sub = Asm(lazy=True, known=parent._known)
             emit(sub, i)
             items = tuple(sub._items)
             inner = tuple(
@@ -91,15 +96,13 @@ class Asm:
     A `lazy` Asm keeps the copies of `repeat` as loops of a nest built on demand (`program.Loop`),
     for programs too large to hold flat."""
 
-    def __init__(self, lazy: bool = False) -> None:
+    def __init__(self, lazy: bool = False, known: _Known | None = None) -> None:
         self.lazy = lazy
         self.instrs: list[Instr] = []
         self._shapes: list[int] = []  # each instruction's `shape`, for the copies' keys
         self._items: list[Item] = []  # the item list being built (the nest's top level, or a copy)
         self._open_loops = 0
-        # Each distinct instruction once, with its shape: lowerings repeat the same
-        # instructions many times, and building an Instr costs more than looking one up.
-        self._known: dict[tuple[str, tuple[int, ...]], tuple[Instr, int]] = {}
+        self._known: _Known = {} if known is None else known
 
     def emit(self, op: str, *args: int) -> None:
         got = self._known.get((op, args))
@@ -111,7 +114,8 @@ class Asm:
 
     @property
     def ops(self) -> frozenset[str]:
-        """The mnemonics emitted."""
+        """The mnemonics emitted (by this Asm, or by every Asm sharing its table: a lazy Asm's
+        copies; `nest_ops` gives a nest's)."""
         return frozenset(op for op, _ in self._known)
 
     def key(self, start: int, end: int) -> int:
@@ -131,7 +135,7 @@ class Asm:
         """`trips` copies of `emit(asm, t)`: unrolled here as a region of copies, or, in a lazy
         Asm, kept as a loop whose copies are built when asked for (`_lazy`)."""
         if self.lazy and trips >= 3 and not self._open_loops:
-            self._items.append(_lazy(trips, emit))
+            self._items.append(_lazy(trips, emit, self))
             return
         for i in self.copies(range(trips)):
             emit(self, i)
