@@ -109,10 +109,10 @@ def markdown(rows: Sequence[Mapping[str, Any]], title: str, config: Mapping[str,
         g = geomean([r["speedup"] for r in sub])
         h = geomean([r["headroom"] for r in sub])
         sims = [r["simulations"] for r in sub if isinstance(r["simulations"], int)]
-        med = statistics.median(sims) if sims else None
+        med = f"{statistics.median(sims):g}" if sims else "-"
         out.append(
             f"| {target} | {len(sub)} | {sum(r['verified'] for r in sub)} | {_fmt(g)}x | {', '.join(fams)} "
-            f"| {_fmt(h)}x | {_fmt(med)} |"
+            f"| {_fmt(h)}x | {med} |"
         )
     out += ["", "Published figures, for context only — measured against other baselines on other platforms:", ""]
     for target in dict.fromkeys(r["target"] for r in rows):
