@@ -56,8 +56,10 @@ class EffectError(ZombossError):
 
 @dataclass(frozen=True)
 class View:
-    """A row of `memory` seen as a rows x cols tensor of `dtype`; for an external (byte
-    addressed) memory, element i is the bytes [i*elem_bytes, (i+1)*elem_bytes)."""
+    """A piece of `memory` (an on-chip memory or a tensor) seen as a rows x cols tensor of
+    `dtype`: on chip, a row (or rows x cols consecutive values of one: the row split in
+    width / (rows x cols) elements); for an external (byte addressed) memory, element i is
+    the bytes [i*step, i*step + elem_bytes) (step: elem_bytes unless the view says)."""
 
     name: str
     memory: str
@@ -65,11 +67,16 @@ class View:
     cols: int
     dtype: Any
     external: bool
-    count: int  # elements addressable (on-chip rows; 0 for external: the array's size decides)
+    count: int  # elements addressable (on chip; 0 for external: the array's size decides)
+    step: int = 0  # external: bytes between consecutive elements (0: elem_bytes)
 
     @property
     def elem_bytes(self) -> int:
         return self.rows * self.cols * np.dtype(self.dtype).itemsize
+
+    @property
+    def stride(self) -> int:
+        return self.step or self.elem_bytes
 
 
 def views(kb: KB) -> dict[str, View]:
@@ -97,15 +104,27 @@ def views(kb: KB) -> dict[str, View]:
             out[d.name] = View(
                 d.name, d.name, num(f["rows"], "rows", d), num(f["cols"], "cols", d), dtype(t, d.loc), False, 1
             )
-        elif d.kind == "view":
-            mem = kb.memories.get(_name(f["of"]))
-            if mem is None:
-                raise ZombossError(f"{d.loc}: view {d.name}: 'of' must name a memory")
-            t = _name(f["type"]) if "type" in f else mem.type
+    for d in kb.doc.decls:
+        f = d.fields
+        if d.kind == "view":
+            of = _name(f["of"])
+            mem = kb.memories.get(of)
+            base = out.get(of) if mem is None else None
+            if mem is None and (base is None or base.name != base.memory or base.count != 1):
+                raise ZombossError(f"{d.loc}: view {d.name}: 'of' must name a memory or a tensor")
             rows, cols = num(f["rows"], "rows", d), num(f["cols"], "cols", d)
-            if not mem.external and rows * cols != mem.width:
-                raise ZombossError(f"{d.loc}: view {d.name}: rows x cols must equal the width of {mem.name}")
-            out[d.name] = View(d.name, mem.name, rows, cols, dtype(t, d.loc), mem.external, mem.rows or 0)
+            if mem is not None and mem.external:
+                t = _name(f["type"]) if "type" in f else mem.type
+                step = num(f["step"], "step", d) if "step" in f else 0
+                out[d.name] = View(d.name, mem.name, rows, cols, dtype(t, d.loc), True, 0, step)
+                continue
+            width, n, dt = (mem.width or 1, mem.rows or 0, mem.type) if mem else (base.rows * base.cols, 1, "")  # type: ignore[union-attr]
+            if "type" in f and (t := _name(f["type"])) != dt and (mem is not None or DTYPES.get(t) != base.dtype):  # type: ignore[union-attr]
+                raise ZombossError(f"{d.loc}: view {d.name}: an on-chip view keeps the type of {of}")
+            if width % (rows * cols):
+                raise ZombossError(f"{d.loc}: view {d.name}: rows x cols must divide the width of {of} ({width})")
+            vt = DTYPES[mem.type] if mem is not None else base.dtype  # type: ignore[union-attr]
+            out[d.name] = View(d.name, of, rows, cols, vt, False, n * (width // (rows * cols)))
     return out
 
 
@@ -205,12 +224,37 @@ OPS: dict[str, Callable[..., Any]] = {
     "mac": _mac,
     "rsum": lambda x: x.sum(axis=-1, keepdims=True),
     "rmax": lambda x: x.max(axis=-1, keepdims=True),
+    "pack": lambda *vs: np.concatenate(vs, axis=-1),
 }
-OPTIONS = {"mac": ("bt",), "cast": ("scale", "shift", "round", "sat")}
+OPTIONS = {"mac": ("bt",), "cast": ("scale", "shift", "round", "sat", "fscale", "relu")}
 
 
-def _cast(x: Any, dtype: Any, scale: int = 1, shift: int = 0, round: int = 0, sat: int = 0) -> Any:
-    """x * scale / 2**shift rounded (ROUNDING[round]), then saturated to dtype when sat=1."""
+def f32(bits: int) -> np.float32:
+    """The IEEE binary32 value of a 32-bit pattern (scales travel as bit patterns)."""
+    return np.array([bits & 0xFFFFFFFF], dtype=np.uint32).view(np.float32)[0]
+
+
+def _round_float(y: Any, mode: str) -> Any:
+    if mode == "half_even":
+        return np.rint(y)
+    if mode == "half_up":
+        return np.floor(y + np.float32(0.5))
+    return np.floor(y)
+
+
+def _cast(
+    x: Any, dtype: Any, scale: int = 1, shift: int = 0, round: int = 0, sat: int = 0, fscale: int = -1, relu: int = 0
+) -> Any:
+    """x * scale / 2**shift rounded (ROUNDING[round]), then saturated to dtype when sat=1;
+    with fscale (an fp32 bit pattern): fp32(x) * fscale in fp32 arithmetic, rounded to an
+    integer; relu=1 clears negative results (after saturation)."""
+    if fscale >= 0:
+        y = _round_float(np.asarray(x).astype(np.float32) * f32(fscale), ROUNDING[round])
+        if sat:
+            info = np.iinfo(dtype)
+            y = np.clip(y, info.min, info.max)
+        v = y.astype(np.int64)
+        return np.maximum(v, 0) if relu else v
     v = np.asarray(x, dtype=np.int64) * scale
     if shift > 0:
         q = np.right_shift(v, shift)
@@ -224,7 +268,7 @@ def _cast(x: Any, dtype: Any, scale: int = 1, shift: int = 0, round: int = 0, sa
     if sat:
         info = np.iinfo(dtype)
         v = np.clip(v, info.min, info.max)
-    return v
+    return np.maximum(v, 0) if relu else v
 
 
 # ---- memories -----------------------------------------------------------------------------------
@@ -245,8 +289,14 @@ class Memories:
             if m.external:
                 self.arrays[m.name] = np.zeros((external_bytes or {}).get(m.name, 0), dtype=np.uint8)
 
-    def _check(self, v: View, idx: np.ndarray, a: dm.Assign, what: str) -> None:
-        n = len(self.arrays[v.memory]) // v.elem_bytes if v.external else v.count
+    def flat(self, v: View) -> np.ndarray:
+        """An on-chip view's storage as one row per element (a view: writes go through)."""
+        return self.arrays[v.memory].reshape(-1, v.rows * v.cols)
+
+    def _check(self, v: View, idx: np.ndarray, a: dm.Assign | dm.Effect, what: str) -> None:
+        size = len(self.arrays[v.memory])
+        n = (size - v.elem_bytes) // v.stride + 1 if v.external and size >= v.elem_bytes else v.count
+        n = 0 if v.external and size < v.elem_bytes else n
         if idx.size and (idx.min() < 0 or idx.max() >= n):
             bad = int(idx[(idx < 0) | (idx >= n)][0])
             raise EffectError(
@@ -255,24 +305,29 @@ class Memories:
                 {"index": bad, "elements": n},
             )
 
-    def gather(self, v: View, idx: np.ndarray, a: dm.Assign) -> np.ndarray:
+    def gather(self, v: View, idx: np.ndarray, a: dm.Assign | dm.Effect) -> np.ndarray:
         self._check(v, idx, a, "reads")
-        arr = self.arrays[v.memory]
         if v.external:
             eb = v.elem_bytes
-            raw = arr[(idx * eb)[:, None] + np.arange(eb)]
+            raw = self.arrays[v.memory][(idx * v.stride)[:, None] + np.arange(eb)]
             return raw.view(v.dtype).reshape(len(idx), v.rows, v.cols)
-        return arr[idx].reshape(len(idx), v.rows, v.cols)
+        return self.flat(v)[idx].reshape(len(idx), v.rows, v.cols)
 
     def scatter(self, v: View, idx: np.ndarray, vals: np.ndarray, a: dm.Assign) -> None:
         self._check(v, idx, a, "writes")
-        arr = self.arrays[v.memory]
         if v.external:
             eb = v.elem_bytes
             raw = np.ascontiguousarray(vals.astype(v.dtype)).view(np.uint8).reshape(len(idx), eb)
-            arr[(idx * eb)[:, None] + np.arange(eb)] = raw
+            self.arrays[v.memory][(idx * v.stride)[:, None] + np.arange(eb)] = raw
         else:
-            arr[idx] = vals.reshape(len(idx), v.rows * v.cols).astype(v.dtype)
+            self.flat(v)[idx] = vals.reshape(len(idx), v.rows * v.cols).astype(v.dtype)
+
+    def span(self, v: View, idx: np.ndarray) -> tuple[np.ndarray, int]:
+        """Where elements lie in their memory's storage: first position and length (bytes for
+        an external memory, values on chip), to compare views of one memory."""
+        if v.external:
+            return idx * v.stride, v.elem_bytes
+        return idx * (v.rows * v.cols), v.rows * v.cols
 
 
 # ---- applying an effect -------------------------------------------------------------------------
@@ -302,12 +357,17 @@ def apply(mem: Memories, eff: dm.Effect, env: Mapping[str, Any]) -> int:
         assert lp.lo is not None
         rows = g + int(veval(lp.lo, env))
         src = mem.views[lp.memory]
-        fake = dm.Assign(lp.memory, ex.Int(0), "copy", (), None, eff.loc)
-        words = mem.gather(src, rows, fake).reshape(total, -1)[:, 0].astype(np.int64)
+        words = mem.gather(src, rows, eff).reshape(total, -1)[:, 0].astype(np.int64)
         lay = mem.kb.layouts[lp.layout]
         for f, (hi, lo) in lay.bits.items():
             cols[f"{lp.var}.{f}"] = (words >> lo) & ((1 << (hi - lo + 1)) - 1)
         cols[lp.var] = rows
+    for name, view, e in eff.reads:
+        if view not in mem.views:
+            raise EffectError(f"{view!r} is no memory, tensor or view", eff.loc)
+        at = _column(veval(e, cols), total)
+        got = mem.gather(mem.views[view], at, eff).reshape(total, -1)[:, 0].astype(np.int64)
+        cols[name] = got if total > 1 else int(got[0])
     for name, e in eff.lets:
         cols[name] = veval(e, cols)
     for a in eff.assigns:
@@ -320,8 +380,8 @@ def _column(x: Any, n: int) -> np.ndarray:
 
 
 def _assign(mem: Memories, a: dm.Assign, cols: Mapping[str, Any], total: int) -> None:
-    if a.op not in OPS and a.op != "cast":
-        raise EffectError(f"unknown tensor operation {a.op!r} (known: {', '.join([*OPS, 'cast'])})", a.loc)
+    if a.op not in OPS and a.op not in ("cast", "undefined"):
+        raise EffectError(f"unknown tensor operation {a.op!r} (known: {', '.join([*OPS, 'cast', 'undefined'])})", a.loc)
     if a.target not in mem.views:
         raise EffectError(f"{a.target!r} is no memory, tensor or view", a.loc)
     sel = np.ones(total, dtype=bool) if a.when is None else np.broadcast_to(veval(a.when, cols), (total,))
@@ -344,6 +404,9 @@ def _assign(mem: Memories, a: dm.Assign, cols: Mapping[str, Any], total: int) ->
             )
     order = [x.kind for x in a.args if x.kind != "opt"]
 
+    if a.op == "undefined":
+        raise EffectError(f"the doc gives no effect for this case of {a.target}", a.loc)
+
     def compute(rows: np.ndarray) -> np.ndarray:
         ri = iter(refs)
         vi = iter(vals)
@@ -365,12 +428,19 @@ def _assign(mem: Memories, a: dm.Assign, cols: Mapping[str, Any], total: int) ->
         return out.reshape(len(rows), n_el)
 
     n = len(pick)
-    same = [idx for v, idx in refs if v.memory == tv.memory]
-    if a.op == "mac" and refs and refs[0][0] is tv and np.array_equal(refs[0][1], tidx) and len(same) == 1:
+    same = [(v, idx) for v, idx in refs if v.memory == tv.memory]
+    if (
+        a.op == "mac"
+        and not tv.external
+        and refs
+        and refs[0][0] is tv
+        and np.array_equal(refs[0][1], tidx)
+        and len(same) == 1
+    ):
         _accumulate(mem, a, tv, tidx, refs, compute)
         return
-    if any(not np.array_equal(idx, tidx) and np.isin(idx, tidx).any() for idx in same):
-        for r in range(n):  # reads rows other points write: one point at a time, in order
+    if _partial_overlap(mem, tv, tidx) or any(_reads_written(mem, v, idx, tv, tidx) for v, idx in same):
+        for r in range(n):  # reads what other points write: one point at a time, in order
             rows = np.array([r])
             mem.scatter(tv, tidx[rows], compute(rows), a)
         return
@@ -378,6 +448,31 @@ def _assign(mem: Memories, a: dm.Assign, cols: Mapping[str, Any], total: int) ->
     for rnd in range(int(occ.max()) + 1 if n else 0):  # the rnd-th write of every target row at once
         rows = np.nonzero(occ == rnd)[0]
         mem.scatter(tv, tidx[rows], compute(rows), a)
+
+
+def _reads_written(mem: Memories, v: View, idx: np.ndarray, tv: View, tidx: np.ndarray) -> bool:
+    """Whether some point reads storage another point writes (same view: another index)."""
+    if v is tv or (v.rows, v.cols, v.dtype, v.stride) == (tv.rows, tv.cols, tv.dtype, tv.stride):
+        return not np.array_equal(idx, tidx) and bool(np.isin(idx, tidx).any())
+    (rs, rn), (ws, wn) = mem.span(v, idx), mem.span(tv, tidx)
+    order = np.argsort(ws, kind="stable")
+    w_lo = ws[order]
+    pos = np.searchsorted(w_lo, rs + rn, side="left")  # writes starting before each read ends
+    best_end = np.maximum.accumulate(w_lo + wn) if len(w_lo) else w_lo
+    hit = (pos > 0) & (best_end[np.maximum(pos - 1, 0)] > rs)
+    if not hit.any():
+        return False
+    # a point reading exactly the element it alone writes needs no ordering
+    return not (np.array_equal(rs, ws) and rn == wn and len(np.unique(tidx)) == len(tidx))
+
+
+def _partial_overlap(mem: Memories, tv: View, tidx: np.ndarray) -> bool:
+    """Whether two written elements share storage without being the same element (an
+    external view whose step is smaller than its element): rounds would reorder them."""
+    if not tv.external or tv.stride >= tv.elem_bytes or len(tidx) < 2:
+        return False
+    u = np.unique(tidx) * tv.stride
+    return bool(len(u) > 1 and np.diff(u).min() < tv.elem_bytes)
 
 
 def _occurrence(idx: np.ndarray) -> np.ndarray:
@@ -400,12 +495,13 @@ def _accumulate(
     n = len(tidx)
     uniq, inv = np.unique(tidx, return_inverse=True)
     cur = mem.gather(tv, uniq, a).astype(np.int64).reshape(len(uniq), -1)
-    saved = mem.arrays[tv.memory][uniq].copy()
-    mem.arrays[tv.memory][uniq] = 0  # compute() reads dst as 0: it then yields the products alone
+    store = mem.flat(tv)
+    saved = store[uniq].copy()
+    store[uniq] = 0  # compute() reads dst as 0: it then yields the products alone
     try:
         prods = compute(np.arange(n))
     finally:
-        mem.arrays[tv.memory][uniq] = saved
+        store[uniq] = saved
     acc = np.zeros_like(cur)
     np.add.at(acc, inv, prods.astype(np.int64))
     mem.scatter(tv, uniq, (cur + acc).astype(np.int64), a)
