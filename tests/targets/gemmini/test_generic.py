@@ -128,7 +128,7 @@ def streams(draw: st.DrawFn) -> tuple[list[tuple], Dram]:
         lines.append(("mvin3", src, acc_addr(draw(st.integers(0, 40)), draw(st.booleans())), cols, rows))
     for _ in range(draw(st.integers(1, 3))):
         ws, a_t, b_t = draw(st.integers(0, 1)), draw(st.integers(0, 1)), draw(st.integers(0, 1))
-        act, a_stride, c_stride, shift = (draw(st.integers(0, 1)), draw(st.integers(1, 3)), draw(st.integers(1, 2)),
+        act, a_stride, c_stride, shift = (draw(st.integers(0, 1)), draw(st.integers(1, 3)), draw(st.integers(0, 2)),
                                           draw(st.integers(0, 12)))  # fmt: skip
         lines.append(("config_ex", ws, act, a_t, b_t, a_stride, c_stride, shift, ONE, 0))
         size = [draw(st.integers(1, 16)) for _ in range(8)]
@@ -192,6 +192,7 @@ CASES = [
         for a, b in ((0, 0), (1, 0), (0, 1))
     ],
     ("test_ws_accumulated_reuses_weights_and_accumulates_with_strides", {}),
+    ("test_c_stride_zero_accumulates_every_row_into_one", {}),
     ("test_ws_output_to_the_scratchpad_saturates_and_relus", {}),
     ("test_os_accumulates_in_the_pes_and_shifts_into_the_scratchpad", {}),
     ("test_loop_ws_matches_numpy", {"m": 40, "n": 50, "k": 70, "bias": True, "full_c": 0, "low_d": 0, "act": 1}),
