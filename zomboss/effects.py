@@ -451,6 +451,8 @@ def apply(mem: Memories, eff: dm.Effect, env: Mapping[str, Any]) -> int:
 
 def _column(x: Any, n: int, pick: np.ndarray | None) -> np.ndarray:
     """x (a scalar or a column of the nest) at the picked points (None: all of them)."""
+    if type(x) is np.ndarray and x.shape == (n,) and x.dtype == np.int64:
+        return x if pick is None else x[pick]
     if np.ndim(x) == 0:
         return np.full(n if pick is None else len(pick), int(x), dtype=np.int64)
     col = np.broadcast_to(np.asarray(x, dtype=np.int64), (n,))
@@ -469,7 +471,7 @@ def _assign(mem: Memories, a: dm.Assign, cols: Mapping[str, Any], total: int) ->
             if not w:
                 return
         else:
-            w = np.broadcast_to(w, (total,))
+            w = w if w.shape == (total,) else np.broadcast_to(w, (total,))
             if not w.all():
                 pick = np.nonzero(w)[0]
                 if not len(pick):
