@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from zomboss.solvers.enumerate import skeletons
 from zomboss.targets.gemmini import TARGET
 from zomboss.targets.gemmini import generic as G
 from zomboss.targets.gemmini.config import DOC, GemminiConfig
@@ -69,15 +70,18 @@ def test_suite_default_matches_the_hand_written_simulator(wid):
 MAPPED: list[bool] = []
 
 
-@settings(max_examples=16, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(
     op=st.sampled_from(["matmul", "conv"]),
     dims=st.lists(st.integers(1, 5), min_size=4, max_size=4),
     flags=st.tuples(st.integers(0, 1), st.integers(0, 1)),
+    hw=st.booleans(),
     pick=st.integers(0, 10_000),
     weights=st.lists(st.integers(-3, 3), min_size=16, max_size=16),
 )
-def test_random_legal_mappings_match(op, dims, flags, pick, weights):
+def test_random_legal_mappings_match(op, dims, flags, hw, pick, weights):
+    """Half the draws use the hardware loops (a handful among a thousand skeletons, which a
+    uniform pick would almost never reach)."""
     bias, relu = flags
     a, b, c, d = dims
     if op == "matmul":
@@ -90,7 +94,9 @@ def test_random_legal_mappings_match(op, dims, flags, pick, weights):
         spec = f"conv:N=1,H={3 + 2 * a},W={3 + 2 * a},C={5 * b},K={7 * c},R=3,S=3,stride={1 + d % 2},pad=1"
         spec += f",bias={bias},relu={relu}"
     wl = TARGET.workload(spec)
-    m = random_mapping(TARGET, wl, pick, weights, within=8.0)
+    sks = [sk.as_dict() for sk in skeletons(TARGET.kb({}), wl.op, wl.shape)]
+    fit = [i for i, sk in enumerate(sks) if (sk.get("loop") == "hw") == hw]
+    m = random_mapping(TARGET, wl, fit[pick % len(fit)], weights, within=8.0) if fit else None
     MAPPED.append(m is not None)
     if m is None:
         return  # an infeasible skeleton for this workload, or an absurd corner
