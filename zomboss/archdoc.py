@@ -406,6 +406,7 @@ class _Builder:
     def _effect(self, t: Tree, E: Callable[[Any], ex.Expr], N: Callable[[Any], str]) -> dm.Effect:
         loops: list[dm.EffLoop] = []
         lets: list[tuple[str, ex.Expr]] = []
+        reads: list[tuple[str, str, ex.Expr]] = []
         assigns: list[dm.Assign] = []
         for x in t.children:
             if not isinstance(x, Tree):
@@ -419,6 +420,8 @@ class _Builder:
                         loops.append(dm.EffLoop(str(lc[0]), None, N(lc[1]), E(lc[2]), E(lc[3]), N(lc[4])))
             elif x.data == "eff_let":
                 lets.append((str(x.children[0]), E(x.children[1])))
+            elif x.data == "eff_read":
+                reads.append((str(x.children[0]), N(x.children[1]), E(x.children[2])))
             elif x.data == "eff_assign":
                 xc = x.children
                 args: list[dm.TArg] = []
@@ -433,7 +436,7 @@ class _Builder:
                     elif isinstance(a, Tree) and a.data == "ta_val":
                         args.append(dm.TArg("val", "", E(a.children[0])))
                 assigns.append(dm.Assign(N(xc[0]), E(xc[1]), str(xc[2]), tuple(args), when, self.loc(x)))
-        return dm.Effect(tuple(loops), tuple(lets), tuple(assigns), self.loc(t))
+        return dm.Effect(tuple(loops), tuple(lets), tuple(assigns), self.loc(t), tuple(reads))
 
     def _decl(self, t: Tree, kind: str) -> None:
         c = t.children

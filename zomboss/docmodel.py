@@ -148,6 +148,9 @@ class Effect:
     lets: tuple[tuple[str, Expr], ...]
     assigns: tuple[Assign, ...]
     loc: Loc
+    # `let NAME = VIEW[INDEX]`: scalar reads of data (the first value of that element), taken
+    # before the lets (state an earlier instruction left in a tensor, e.g. a latched operand)
+    reads: tuple[tuple[str, str, Expr], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@ need care are named hooks implemented here once (`DTYPES`, `ROUNDING`).
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -56,8 +58,10 @@ class EffectError(ZombossError):
 
 @dataclass(frozen=True)
 class View:
-    """A row of `memory` seen as a rows x cols tensor of `dtype`; for an external (byte
-    addressed) memory, element i is the bytes [i*elem_bytes, (i+1)*elem_bytes)."""
+    """A piece of `memory` (an on-chip memory or a tensor) seen as a rows x cols tensor of
+    `dtype`: on chip, a row (or rows x cols consecutive values of one: the row split in
+    width / (rows x cols) elements); for an external (byte addressed) memory, element i is
+    the bytes [i*step, i*step + elem_bytes) (step: elem_bytes unless the view says)."""
 
     name: str
     memory: str
@@ -65,11 +69,16 @@ class View:
     cols: int
     dtype: Any
     external: bool
-    count: int  # elements addressable (on-chip rows; 0 for external: the array's size decides)
+    count: int  # elements addressable (on chip; 0 for external: the array's size decides)
+    step: int = 0  # external: bytes between consecutive elements (0: elem_bytes)
 
     @property
     def elem_bytes(self) -> int:
         return self.rows * self.cols * np.dtype(self.dtype).itemsize
+
+    @property
+    def stride(self) -> int:
+        return self.step or self.elem_bytes
 
 
 def views(kb: KB) -> dict[str, View]:
@@ -97,15 +106,27 @@ def views(kb: KB) -> dict[str, View]:
             out[d.name] = View(
                 d.name, d.name, num(f["rows"], "rows", d), num(f["cols"], "cols", d), dtype(t, d.loc), False, 1
             )
-        elif d.kind == "view":
-            mem = kb.memories.get(_name(f["of"]))
-            if mem is None:
-                raise ZombossError(f"{d.loc}: view {d.name}: 'of' must name a memory")
-            t = _name(f["type"]) if "type" in f else mem.type
+    for d in kb.doc.decls:
+        f = d.fields
+        if d.kind == "view":
+            of = _name(f["of"])
+            mem = kb.memories.get(of)
+            base = out.get(of) if mem is None else None
+            if mem is None and (base is None or base.name != base.memory or base.count != 1):
+                raise ZombossError(f"{d.loc}: view {d.name}: 'of' must name a memory or a tensor")
             rows, cols = num(f["rows"], "rows", d), num(f["cols"], "cols", d)
-            if not mem.external and rows * cols != mem.width:
-                raise ZombossError(f"{d.loc}: view {d.name}: rows x cols must equal the width of {mem.name}")
-            out[d.name] = View(d.name, mem.name, rows, cols, dtype(t, d.loc), mem.external, mem.rows or 0)
+            if mem is not None and mem.external:
+                t = _name(f["type"]) if "type" in f else mem.type
+                step = num(f["step"], "step", d) if "step" in f else 0
+                out[d.name] = View(d.name, mem.name, rows, cols, dtype(t, d.loc), True, 0, step)
+                continue
+            width, n, dt = (mem.width or 1, mem.rows or 0, mem.type) if mem else (base.rows * base.cols, 1, "")  # type: ignore[union-attr]
+            if "type" in f and (t := _name(f["type"])) != dt and (mem is not None or DTYPES.get(t) != base.dtype):  # type: ignore[union-attr]
+                raise ZombossError(f"{d.loc}: view {d.name}: an on-chip view keeps the type of {of}")
+            if width % (rows * cols):
+                raise ZombossError(f"{d.loc}: view {d.name}: rows x cols must divide the width of {of} ({width})")
+            vt = DTYPES[mem.type] if mem is not None else base.dtype  # type: ignore[union-attr]
+            out[d.name] = View(d.name, of, rows, cols, vt, False, n * (width // (rows * cols)))
     return out
 
 
@@ -138,42 +159,97 @@ _VBIN: dict[str, Callable[[Any, Any], Any]] = {
 def veval(e: ex.Expr, env: Mapping[str, Any]) -> Any:
     """expr.py's integer semantics over int64 columns (index arithmetic: no value of an
     index expression comes near 2**62). Scalars stay scalars; columns broadcast."""
+    return vcompile(e)(env)
+
+
+Vfn = Callable[[Mapping[str, Any]], Any]
+# operators whose Python form agrees with the NumPy one on ints and on int64 columns alike
+_FAST: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "&": operator.and_,
+    "|": operator.or_,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "and": np.logical_and,
+    "or": np.logical_or,
+}
+_COMPILED: dict[int, tuple[ex.Expr, Vfn]] = {}
+
+
+def vcompile(e: ex.Expr) -> Vfn:
+    """`veval` of e as a closure, built once per expression (effects run per instruction)."""
+    hit = _COMPILED.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    fn = _vc(e)
+    _COMPILED[id(e)] = (e, fn)
+    return fn
+
+
+def _vc(e: ex.Expr) -> Vfn:  # noqa: C901 - one case per expression node
     if isinstance(e, ex.Int):
-        return e.value
+        v = e.value
+        return lambda env: v
     if isinstance(e, ex.Ref):
-        if e.name not in env:
-            raise ex.ExprError(f"unknown name {e.name!r} in an effect")
-        return env[e.name]
+        name = e.name
+
+        def ref(env: Mapping[str, Any]) -> Any:
+            try:
+                return env[name]
+            except KeyError:
+                raise ex.ExprError(f"unknown name {name!r} in an effect") from None
+
+        return ref
     if isinstance(e, ex.Sym):
-        return e.name.lower()
+        low = e.name.lower()
+        return lambda env: low
     if isinstance(e, ex.Bin):
-        a, b = veval(e.left, env), veval(e.right, env)
-        if e.op == "->":
-            return np.logical_or(np.logical_not(a), b)
-        if isinstance(a, str) or isinstance(b, str):
-            return (a == b) if e.op == "==" else (a != b)
-        if e.op in ("/", "%") and np.any(np.asarray(b) == 0):
-            raise ex.Undefined(f"division by zero in {ex.show(e)}")
-        return _VBIN[e.op](a, b)
+        fa, fb, op = vcompile(e.left), vcompile(e.right), e.op
+        if op == "->":
+            return lambda env: np.logical_or(np.logical_not(fa(env)), fb(env))
+        f = _VBIN[op]
+        if op in _FAST:
+            g = _FAST[op]
+            return lambda env: g(fa(env), fb(env))
+
+        def binop(env: Mapping[str, Any]) -> Any:
+            a, b = fa(env), fb(env)
+            if isinstance(a, str) or isinstance(b, str):
+                return (a == b) if op == "==" else (a != b)
+            if op in ("/", "%") and np.any(np.asarray(b) == 0):
+                raise ex.Undefined(f"division by zero in {ex.show(e)}")
+            return f(a, b)
+
+        return binop
     if isinstance(e, ex.Un):
-        a = veval(e.arg, env)
-        return np.logical_not(a) if e.op == "not" else np.negative(a)
+        fx = vcompile(e.arg)
+        if e.op == "not":
+            return lambda env: np.logical_not(fx(env))
+        return lambda env: np.negative(fx(env))
     if isinstance(e, ex.Cond):
-        return np.where(veval(e.cond, env), veval(e.then, env), veval(e.other, env))
+        fc, ft, fo = vcompile(e.cond), vcompile(e.then), vcompile(e.other)
+        return lambda env: np.where(fc(env), ft(env), fo(env))
     if isinstance(e, ex.InSet):
-        a = veval(e.arg, env)
-        return np.isin(a, [veval(x, env) for x in e.items])
-    if isinstance(e, ex.Call):
-        args = [veval(x, env) for x in e.args]
+        fx, items = vcompile(e.arg), [vcompile(x) for x in e.items]
+        return lambda env: np.isin(fx(env), [g(env) for g in items])
+    if isinstance(e, ex.Call) and e.fn in ("min", "max", "cdiv", "abs"):
+        fs = [vcompile(x) for x in e.args]
         if e.fn == "min":
-            return np.minimum(*args)
+            return lambda env: np.minimum(fs[0](env), fs[1](env))
         if e.fn == "max":
-            return np.maximum(*args)
+            return lambda env: np.maximum(fs[0](env), fs[1](env))
         if e.fn == "cdiv":
-            return -np.floor_divide(np.negative(args[0]), args[1])
-        if e.fn == "abs":
-            return np.abs(args[0])
-    raise ex.ExprError(f"{ex.show(e)} cannot be evaluated in an effect")
+            return lambda env: -np.floor_divide(np.negative(fs[0](env)), fs[1](env))
+        return lambda env: np.abs(fs[0](env))
+
+    def bad(env: Mapping[str, Any]) -> Any:
+        raise ex.ExprError(f"{ex.show(e)} cannot be evaluated in an effect")
+
+    return bad
 
 
 # ---- tensor operations -------------------------------------------------------------------------
@@ -205,12 +281,46 @@ OPS: dict[str, Callable[..., Any]] = {
     "mac": _mac,
     "rsum": lambda x: x.sum(axis=-1, keepdims=True),
     "rmax": lambda x: x.max(axis=-1, keepdims=True),
+    "pack": lambda *vs: np.concatenate(vs, axis=-1),
 }
-OPTIONS = {"mac": ("bt",), "cast": ("scale", "shift", "round", "sat")}
+OPTIONS = {"mac": ("bt",), "cast": ("scale", "shift", "round", "sat", "bits", "fscale", "relu")}
 
 
-def _cast(x: Any, dtype: Any, scale: int = 1, shift: int = 0, round: int = 0, sat: int = 0) -> Any:
-    """x * scale / 2**shift rounded (ROUNDING[round]), then saturated to dtype when sat=1."""
+def f32(bits: int) -> np.float32:
+    """The IEEE binary32 value of a 32-bit pattern (scales travel as bit patterns)."""
+    return np.array([bits & 0xFFFFFFFF], dtype=np.uint32).view(np.float32)[0]
+
+
+def _round_float(y: Any, mode: str) -> Any:
+    if mode == "half_even":
+        return np.rint(y)
+    if mode == "half_up":
+        return np.floor(y + np.float32(0.5))
+    return np.floor(y)
+
+
+def _cast(
+    x: Any,
+    dtype: Any,
+    scale: int = 1,
+    shift: int = 0,
+    round: int = 0,
+    sat: int = 0,
+    bits: int = 0,
+    fscale: int = -1,
+    relu: int = 0,
+) -> Any:
+    """x * scale / 2**shift rounded (ROUNDING[round]), then saturated when sat=1 (to dtype,
+    or to a signed `bits`-bit integer: a narrow value staged in a wider tensor); with fscale
+    (an fp32 bit pattern): fp32(x) * fscale in fp32 arithmetic, rounded to an integer;
+    relu=1 clears negative results (after saturation)."""
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if bits > 0 else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+    if fscale >= 0:
+        y = _round_float(np.asarray(x).astype(np.float32) * f32(fscale), ROUNDING[round])
+        if sat:
+            y = np.clip(y, lo, hi)
+        v = y.astype(np.int64)
+        return np.maximum(v, 0) if relu else v
     v = np.asarray(x, dtype=np.int64) * scale
     if shift > 0:
         q = np.right_shift(v, shift)
@@ -222,9 +332,8 @@ def _cast(x: Any, dtype: Any, scale: int = 1, shift: int = 0, round: int = 0, sa
             q = q + ((r > half) | ((r == half) & (q & 1 == 1)))
         v = q
     if sat:
-        info = np.iinfo(dtype)
-        v = np.clip(v, info.min, info.max)
-    return v
+        v = np.clip(v, lo, hi)
+    return np.maximum(v, 0) if relu else v
 
 
 # ---- memories -----------------------------------------------------------------------------------
@@ -245,8 +354,14 @@ class Memories:
             if m.external:
                 self.arrays[m.name] = np.zeros((external_bytes or {}).get(m.name, 0), dtype=np.uint8)
 
-    def _check(self, v: View, idx: np.ndarray, a: dm.Assign, what: str) -> None:
-        n = len(self.arrays[v.memory]) // v.elem_bytes if v.external else v.count
+    def flat(self, v: View) -> np.ndarray:
+        """An on-chip view's storage as one row per element (a view: writes go through)."""
+        return self.arrays[v.memory].reshape(-1, v.rows * v.cols)
+
+    def _check(self, v: View, idx: np.ndarray, a: dm.Assign | dm.Effect, what: str) -> None:
+        size = len(self.arrays[v.memory])
+        n = (size - v.elem_bytes) // v.stride + 1 if v.external and size >= v.elem_bytes else v.count
+        n = 0 if v.external and size < v.elem_bytes else n
         if idx.size and (idx.min() < 0 or idx.max() >= n):
             bad = int(idx[(idx < 0) | (idx >= n)][0])
             raise EffectError(
@@ -255,27 +370,41 @@ class Memories:
                 {"index": bad, "elements": n},
             )
 
-    def gather(self, v: View, idx: np.ndarray, a: dm.Assign) -> np.ndarray:
+    def gather(self, v: View, idx: np.ndarray, a: dm.Assign | dm.Effect) -> np.ndarray:
         self._check(v, idx, a, "reads")
-        arr = self.arrays[v.memory]
         if v.external:
             eb = v.elem_bytes
-            raw = arr[(idx * eb)[:, None] + np.arange(eb)]
+            raw = self.arrays[v.memory][(idx * v.stride)[:, None] + np.arange(eb)]
             return raw.view(v.dtype).reshape(len(idx), v.rows, v.cols)
-        return arr[idx].reshape(len(idx), v.rows, v.cols)
+        return self.flat(v)[idx].reshape(len(idx), v.rows, v.cols)
 
     def scatter(self, v: View, idx: np.ndarray, vals: np.ndarray, a: dm.Assign) -> None:
         self._check(v, idx, a, "writes")
-        arr = self.arrays[v.memory]
         if v.external:
             eb = v.elem_bytes
             raw = np.ascontiguousarray(vals.astype(v.dtype)).view(np.uint8).reshape(len(idx), eb)
-            arr[(idx * eb)[:, None] + np.arange(eb)] = raw
+            self.arrays[v.memory][(idx * v.stride)[:, None] + np.arange(eb)] = raw
         else:
-            arr[idx] = vals.reshape(len(idx), v.rows * v.cols).astype(v.dtype)
+            self.flat(v)[idx] = vals.reshape(len(idx), v.rows * v.cols).astype(v.dtype)
+
+    def span(self, v: View, idx: np.ndarray) -> tuple[np.ndarray, int]:
+        """Where elements lie in their memory's storage: first position and length (bytes for
+        an external memory, values on chip), to compare views of one memory."""
+        if v.external:
+            return idx * v.stride, v.elem_bytes
+        return idx * (v.rows * v.cols), v.rows * v.cols
 
 
 # ---- applying an effect -------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=256)
+def _grids(counts: tuple[int, ...]) -> np.ndarray:
+    """The loop nest's index columns (first loop outermost), shared read-only."""
+    total = int(np.prod(counts, dtype=np.int64))
+    g = np.indices(counts, dtype=np.int64).reshape(len(counts), total)
+    g.flags.writeable = False
+    return g
 
 
 def apply(mem: Memories, eff: dm.Effect, env: Mapping[str, Any]) -> int:
@@ -284,58 +413,79 @@ def apply(mem: Memories, eff: dm.Effect, env: Mapping[str, Any]) -> int:
     counts = []
     for lp in eff.loops:
         if lp.count is not None:
-            counts.append(int(veval(lp.count, env)))
+            counts.append(int(vcompile(lp.count)(env)))
         else:
             assert lp.lo is not None and lp.hi is not None
-            counts.append(int(veval(lp.hi, env)) - int(veval(lp.lo, env)))
+            counts.append(int(vcompile(lp.hi)(env)) - int(vcompile(lp.lo)(env)))
     counts = [max(c, 0) for c in counts]
     total = int(np.prod(counts, dtype=np.int64)) if counts else 1
     if total == 0:
         return 0
     if total > MAX_POINTS:
         raise EffectError(f"the effect has {total:,} points, more than the {MAX_POINTS:,} one instruction may", eff.loc)
-    grids = np.indices(counts, dtype=np.int64).reshape(len(counts), total) if counts else np.zeros((0, 1), np.int64)
+    grids = _grids(tuple(counts)) if counts else np.zeros((0, 1), np.int64)
     for lp, g in zip(eff.loops, grids, strict=True):
         if lp.count is not None:
             cols[lp.var] = g
             continue
         assert lp.lo is not None
-        rows = g + int(veval(lp.lo, env))
+        rows = g + int(vcompile(lp.lo)(env))
         src = mem.views[lp.memory]
-        fake = dm.Assign(lp.memory, ex.Int(0), "copy", (), None, eff.loc)
-        words = mem.gather(src, rows, fake).reshape(total, -1)[:, 0].astype(np.int64)
+        words = mem.gather(src, rows, eff).reshape(total, -1)[:, 0].astype(np.int64)
         lay = mem.kb.layouts[lp.layout]
         for f, (hi, lo) in lay.bits.items():
             cols[f"{lp.var}.{f}"] = (words >> lo) & ((1 << (hi - lo + 1)) - 1)
         cols[lp.var] = rows
+    for name, view, e in eff.reads:
+        if view not in mem.views:
+            raise EffectError(f"{view!r} is no memory, tensor or view", eff.loc)
+        at = _column(vcompile(e)(cols), total, None)
+        got = mem.gather(mem.views[view], at, eff).reshape(total, -1)[:, 0].astype(np.int64)
+        cols[name] = got if total > 1 else int(got[0])
     for name, e in eff.lets:
-        cols[name] = veval(e, cols)
+        cols[name] = vcompile(e)(cols)
     for a in eff.assigns:
         _assign(mem, a, cols, total)
     return total
 
 
-def _column(x: Any, n: int) -> np.ndarray:
-    return np.broadcast_to(np.asarray(x, dtype=np.int64), (n,)).copy()
+def _column(x: Any, n: int, pick: np.ndarray | None) -> np.ndarray:
+    """x (a scalar or a column of the nest) at the picked points (None: all of them)."""
+    if type(x) is np.ndarray and x.shape == (n,) and x.dtype == np.int64:
+        return x if pick is None else x[pick]
+    if np.ndim(x) == 0:
+        return np.full(n if pick is None else len(pick), int(x), dtype=np.int64)
+    col = np.broadcast_to(np.asarray(x, dtype=np.int64), (n,))
+    return col if pick is None else col[pick]
 
 
-def _assign(mem: Memories, a: dm.Assign, cols: Mapping[str, Any], total: int) -> None:
+def _assign(mem: Memories, a: dm.Assign, cols: Mapping[str, Any], total: int) -> None:  # noqa: C901
     if a.op not in OPS and a.op != "cast":
         raise EffectError(f"unknown tensor operation {a.op!r} (known: {', '.join([*OPS, 'cast'])})", a.loc)
     if a.target not in mem.views:
         raise EffectError(f"{a.target!r} is no memory, tensor or view", a.loc)
-    sel = np.ones(total, dtype=bool) if a.when is None else np.broadcast_to(veval(a.when, cols), (total,))
-    if not sel.any():
-        return
-    pick = np.nonzero(sel)[0]
+    pick: np.ndarray | None = None
+    if a.when is not None:
+        w = vcompile(a.when)(cols)
+        if np.ndim(w) == 0:
+            if not w:
+                return
+        else:
+            w = w if w.shape == (total,) else np.broadcast_to(w, (total,))
+            if not w.all():
+                pick = np.nonzero(w)[0]
+                if not len(pick):
+                    return
     tv = mem.views[a.target]
-    tidx = _column(veval(a.index, cols), total)[pick]
-    refs = [(mem.views[x.name], _column(veval(x.expr, cols), total)[pick]) for x in a.args if x.kind == "ref"]
+    tidx = _column(vcompile(a.index)(cols), total, pick)
+    refs = []
     for x in a.args:
-        if x.kind == "ref" and x.name not in mem.views:
-            raise EffectError(f"{x.name!r} is no memory, tensor or view", a.loc)
-    vals = [_column(veval(x.expr, cols), total)[pick] for x in a.args if x.kind == "val"]
-    opts = {x.name: int(np.asarray(veval(x.expr, cols)).flat[0]) for x in a.args if x.kind == "opt"}
+        if x.kind == "ref":
+            if x.name not in mem.views:
+                raise EffectError(f"{x.name!r} is no memory, tensor or view", a.loc)
+            refs.append((mem.views[x.name], _column(vcompile(x.expr)(cols), total, pick)))
+    vals = [_column(vcompile(x.expr)(cols), total, pick) for x in a.args if x.kind == "val"]
+    opts = {x.name: int(np.asarray(vcompile(x.expr)(cols)).flat[0]) for x in a.args if x.kind == "opt"}
     allowed = OPTIONS.get(a.op, ())
     for k in opts:
         if k not in allowed:
@@ -343,41 +493,79 @@ def _assign(mem: Memories, a: dm.Assign, cols: Mapping[str, Any], total: int) ->
                 f"{a.op} takes no option {k!r}" + (f" (options: {', '.join(allowed)})" if allowed else ""), a.loc
             )
     order = [x.kind for x in a.args if x.kind != "opt"]
+    n = len(tidx)
+    n_el = tv.rows * tv.cols
 
-    def compute(rows: np.ndarray) -> np.ndarray:
+    def compute(rows: np.ndarray | None) -> np.ndarray:
+        """The values of the points `rows` (None: every point)."""
+        m = n if rows is None else len(rows)
         ri = iter(refs)
         vi = iter(vals)
         args = []
         for k in order:
             if k == "ref":
                 v, idx = next(ri)
-                g = mem.gather(v, idx[rows], a)
+                g = mem.gather(v, idx if rows is None else idx[rows], a)
                 args.append(g.astype(np.int64) if np.issubdtype(g.dtype, np.integer) else g.astype(np.float64))
             else:
-                args.append(next(vi)[rows][:, None, None])
+                col = next(vi)
+                args.append((col if rows is None else col[rows])[:, None, None])
         out = _cast(args[0], tv.dtype, **opts) if a.op == "cast" else OPS[a.op](*args, **opts)
-        out = np.broadcast_to(np.asarray(out), (len(rows), *np.shape(out)[1:]) if np.ndim(out) else (len(rows), 1, 1))
-        n_el = tv.rows * tv.cols
+        out = np.broadcast_to(np.asarray(out), (m, *np.shape(out)[1:]) if np.ndim(out) else (m, 1, 1))
         if out[0].size != n_el:
-            out = np.broadcast_to(out.reshape(len(rows), -1)[:, :1], (len(rows), n_el)) if out[0].size == 1 else out
-            if out.reshape(len(rows), -1).shape[1] != n_el:
+            out = np.broadcast_to(out.reshape(m, -1)[:, :1], (m, n_el)) if out[0].size == 1 else out
+            if out.reshape(m, -1).shape[1] != n_el:
                 raise EffectError(f"{a.op} yields {out[0].size} values per point; {a.target} holds {n_el}", a.loc)
-        return out.reshape(len(rows), n_el)
+        return out.reshape(m, n_el)
 
-    n = len(pick)
-    same = [idx for v, idx in refs if v.memory == tv.memory]
-    if a.op == "mac" and refs and refs[0][0] is tv and np.array_equal(refs[0][1], tidx) and len(same) == 1:
+    same = [(v, idx) for v, idx in refs if v.memory == tv.memory]
+    if (
+        a.op == "mac"
+        and not tv.external
+        and refs
+        and refs[0][0] is tv
+        and np.array_equal(refs[0][1], tidx)
+        and len(same) == 1
+    ):
         _accumulate(mem, a, tv, tidx, refs, compute)
         return
-    if any(not np.array_equal(idx, tidx) and np.isin(idx, tidx).any() for idx in same):
-        for r in range(n):  # reads rows other points write: one point at a time, in order
+    if _partial_overlap(mem, tv, tidx) or any(_reads_written(mem, v, idx, tv, tidx) for v, idx in same):
+        for r in range(n):  # reads what other points write: one point at a time, in order
             rows = np.array([r])
             mem.scatter(tv, tidx[rows], compute(rows), a)
         return
+    if n == 1 or bool((tidx[1:] > tidx[:-1]).all()):  # distinct targets: one round
+        mem.scatter(tv, tidx, compute(None), a)
+        return
     occ = _occurrence(tidx)
-    for rnd in range(int(occ.max()) + 1 if n else 0):  # the rnd-th write of every target row at once
+    for rnd in range(int(occ.max()) + 1):  # the rnd-th write of every target row at once
         rows = np.nonzero(occ == rnd)[0]
         mem.scatter(tv, tidx[rows], compute(rows), a)
+
+
+def _reads_written(mem: Memories, v: View, idx: np.ndarray, tv: View, tidx: np.ndarray) -> bool:
+    """Whether some point reads storage another point writes (same view: another index)."""
+    if v is tv or (v.rows, v.cols, v.dtype, v.stride) == (tv.rows, tv.cols, tv.dtype, tv.stride):
+        return not np.array_equal(idx, tidx) and bool(np.isin(idx, tidx).any())
+    (rs, rn), (ws, wn) = mem.span(v, idx), mem.span(tv, tidx)
+    order = np.argsort(ws, kind="stable")
+    w_lo = ws[order]
+    pos = np.searchsorted(w_lo, rs + rn, side="left")  # writes starting before each read ends
+    best_end = np.maximum.accumulate(w_lo + wn) if len(w_lo) else w_lo
+    hit = (pos > 0) & (best_end[np.maximum(pos - 1, 0)] > rs)
+    if not hit.any():
+        return False
+    # a point reading exactly the element it alone writes needs no ordering
+    return not (np.array_equal(rs, ws) and rn == wn and len(np.unique(tidx)) == len(tidx))
+
+
+def _partial_overlap(mem: Memories, tv: View, tidx: np.ndarray) -> bool:
+    """Whether two written elements share storage without being the same element (an
+    external view whose step is smaller than its element): rounds would reorder them."""
+    if not tv.external or tv.stride >= tv.elem_bytes or len(tidx) < 2:
+        return False
+    u = np.unique(tidx) * tv.stride
+    return bool(len(u) > 1 and np.diff(u).min() < tv.elem_bytes)
 
 
 def _occurrence(idx: np.ndarray) -> np.ndarray:
@@ -400,12 +588,13 @@ def _accumulate(
     n = len(tidx)
     uniq, inv = np.unique(tidx, return_inverse=True)
     cur = mem.gather(tv, uniq, a).astype(np.int64).reshape(len(uniq), -1)
-    saved = mem.arrays[tv.memory][uniq].copy()
-    mem.arrays[tv.memory][uniq] = 0  # compute() reads dst as 0: it then yields the products alone
+    store = mem.flat(tv)
+    saved = store[uniq].copy()
+    store[uniq] = 0  # compute() reads dst as 0: it then yields the products alone
     try:
         prods = compute(np.arange(n))
     finally:
-        mem.arrays[tv.memory][uniq] = saved
+        store[uniq] = saved
     acc = np.zeros_like(cur)
     np.add.at(acc, inv, prods.astype(np.int64))
     mem.scatter(tv, uniq, (cur + acc).astype(np.int64), a)

@@ -614,7 +614,7 @@ class AspContext:
         self.limit = limit
         self._counter = itertools.count()
         self.bound: dict[str, tuple[str, list[str]]] = {}
-        self._memo: dict[tuple[int, str], object] = {}
+        self._memo: dict[tuple[int, str], tuple[Expr, object]] = {}  # keeps each expression alive
 
     def fresh(self) -> str:
         return f"V{next(self._counter)}"
@@ -726,16 +726,22 @@ def _atom(ctx: AspContext, t: str, lits: Conj) -> tuple[str, Conj]:
     return v, (*lits, f"{v}={t}")
 
 
-def _memo(ctx: AspContext, key: tuple[int, str], make: Callable[[], object]) -> object:
-    if key not in ctx._memo:
-        ctx._memo[key] = make()
-    return ctx._memo[key]
+def _memo(ctx: AspContext, e: Expr, tag: str, make: Callable[[], object]) -> object:
+    """A translation memoised per expression object. The entry holds the expression: keyed by
+    id() alone, a temporary (a let inlined, a case split) freed during the translation could
+    pass its id on to a new expression, which would then get the old one's translation."""
+    key = (id(e), tag)
+    hit = ctx._memo.get(key)
+    if hit is None or hit[0] is not e:
+        hit = (e, make())
+        ctx._memo[key] = hit
+    return hit[1]
 
 
 def asp_terms(e: Expr, ctx: AspContext) -> list[Alt]:
     """Alternatives (term, literals) for an integer expression where it is defined;
     min/max/if split cases."""
-    return _memo(ctx, (id(e), "terms"), lambda: _terms(e, ctx))  # type: ignore[return-value]
+    return _memo(ctx, e, "terms", lambda: _terms(e, ctx))  # type: ignore[return-value]
 
 
 def _terms(e: Expr, ctx: AspContext) -> list[Alt]:
@@ -812,7 +818,7 @@ def _fmod(x: str, y: str) -> str:
 def asp_undefined(e: Expr, ctx: AspContext) -> list[Conj]:
     """Conjunctions under which `e` is undefined (evaluated left to right, skipping what
     `and`/`or`/`->`/`if` do not need)."""
-    return _memo(ctx, (id(e), "undef"), lambda: _undefined(e, ctx))  # type: ignore[return-value]
+    return _memo(ctx, e, "undef", lambda: _undefined(e, ctx))  # type: ignore[return-value]
 
 
 def _undefined(e: Expr, ctx: AspContext) -> list[Conj]:
@@ -849,7 +855,7 @@ def _where(alts: list[Alt], op: str, value: str) -> list[Conj]:
 
 def asp_truth(e: Expr, ctx: AspContext, want: bool) -> list[Conj]:
     """Conjunctions under which condition `e` is defined and has truth value `want`."""
-    return _memo(ctx, (id(e), f"truth{want}"), lambda: _truth(e, ctx, want))  # type: ignore[return-value]
+    return _memo(ctx, e, f"truth{want}", lambda: _truth(e, ctx, want))  # type: ignore[return-value]
 
 
 def _truth(e: Expr, ctx: AspContext, want: bool) -> list[Conj]:
@@ -922,7 +928,7 @@ def asp_violated(e: Expr, ctx: AspContext) -> list[Conj]:
     """Conjunctions under which a rule with expression `e` is violated: false or undefined.
     (`a and b` is violated exactly where a or b is; `a -> b` where a is undefined, or true
     and b violated; `a or b` where a is undefined, or false and b violated.)"""
-    return _memo(ctx, (id(e), "violated"), lambda: _violated(e, ctx))  # type: ignore[return-value]
+    return _memo(ctx, e, "violated", lambda: _violated(e, ctx))  # type: ignore[return-value]
 
 
 def _violated(e: Expr, ctx: AspContext) -> list[Conj]:

@@ -12,19 +12,25 @@
 A doc instruction declared `macro "end_of_stream"` is appended after the last instruction
 (it is not encoded; rules on it see the machine at the end of the stream, e.g. "the stream
 ends with FINISH", "every token pushed was popped").
+
+Any other `macro "NAME"` is the escape hatch for instructions that expand into a stream
+(Gemmini's hardware loops): the target passes a hook factory per name (`macros`), one hook
+per run. After the instruction itself ran (checked, its effects and `sets` applied), the hook
+gets it with the machine's scalar state and returns the instructions it expands into, which
+run like any other (checked, applied, timed, counted against the budget).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from zomboss import docmodel as dm
 from zomboss import effects as fx
 from zomboss import expr as ex
-from zomboss.errors import IllegalProgram
+from zomboss.errors import IllegalProgram, ZombossError
 from zomboss.generic_timing import Op, Schedule, schedule
 from zomboss.inputs import MAX_INSTRUCTIONS, LimitError
 from zomboss.knowledge import KB, scope_names
@@ -33,6 +39,7 @@ from zomboss.program import Instr
 
 END_OF_STREAM = "end_of_stream"
 Fn = Any
+Hook = Callable[[Instr, Mapping[str, Any]], Iterable[Instr]]  # (instruction, state) -> expansion
 
 
 @dataclass
@@ -105,11 +112,15 @@ class Run:
 class GenericSim:
     """The simulator of one KB (plans compiled once; `run` is reentrant)."""
 
-    def __init__(self, kb: KB) -> None:
+    def __init__(self, kb: KB, macros: Mapping[str, Callable[[], Hook]] | None = None) -> None:
         self.kb = kb
         self.plans = _plans(kb)
         self.end = [n for n, i in kb.instrs.items() if i.macro == END_OF_STREAM]
         self.views = fx.views(kb)
+        self.macros = dict(macros or {})
+        missing = {i.macro for i in kb.instrs.values() if i.macro and i.macro != END_OF_STREAM} - set(self.macros)
+        if missing:
+            raise ZombossError(f"{kb.target}: no Python hook for macro(s) {', '.join(sorted(missing))}")
 
     def stream(self, instrs: Iterable[Instr]) -> Iterator[Instr]:
         """The executed stream: the program, then the end-of-stream marker(s) the doc declares."""
@@ -129,7 +140,10 @@ class GenericSim:
         *,
         check: bool = False,
         max_instructions: int = MAX_INSTRUCTIONS,
+        timing: bool = True,
     ) -> Run:
+        """Execute `instrs` (effects only with `memories`, rules only with `check`, the
+        schedule only with `timing`; without it the run's schedule is empty)."""
         t0 = time.perf_counter()
         kb = self.kb
         checker = Checker(kb) if check else None
@@ -139,7 +153,15 @@ class GenericSim:
         ops: list[Op] = []
         counts: dict[str, int] = {}
         points = 0
-        for n, instr in enumerate(self.stream(instrs)):
+        hooks = {name: make() for name, make in self.macros.items()}
+        pending: list[Iterator[Instr]] = [iter(self.stream(instrs))]
+        n = -1
+        while pending:
+            instr = next(pending[-1], None)
+            if instr is None:
+                pending.pop()
+                continue
+            n += 1
             if n >= max_instructions:
                 raise LimitError(f"the program executes more than {max_instructions:,} instructions")
             plan = self.plans.get(instr.op)
@@ -182,16 +204,22 @@ class GenericSim:
                                 )
                             ]
                         ) from None
-            lat = int(plan.latency(env)) if plan.latency is not None else 1
-            pops = tuple(q for q, w in plan.pops if w is None or w(env))
-            pushes = tuple(q for q, w in plan.pushes if w is None or w(env))
-            ops.append(Op(plan.ins.unit, max(lat, 0), pops, pushes, plan.memory, instr.line))
+            if timing:
+                lat = int(plan.latency(env)) if plan.latency is not None else 1
+                pops = tuple(q for q, w in plan.pops if w is None or w(env))
+                pushes = tuple(q for q, w in plan.pushes if w is None or w(env))
+                ops.append(Op(plan.ins.unit, max(lat, 0), pops, pushes, plan.memory, instr.line))
             counts[instr.op] = counts.get(instr.op, 0) + 1
             for st, idx, fld, val in plan.sets:
                 rec = state[st][idx(env)] if idx is not None else state[st]
                 rec[fld] = val(env)
+            hook = hooks.get(plan.ins.macro)
+            if hook is not None:
+                if len(pending) > 1:
+                    raise ZombossError(f"line {instr.line}: {instr.op} is a macro inside a macro's expansion")
+                pending.append(iter(hook(instr, state)))
         sched = schedule(kb, ops)
-        return Run(sched, len(ops), points, memories, time.perf_counter() - t0, counts)
+        return Run(sched, n + 1, points, memories, time.perf_counter() - t0, counts)
 
     def _env(self, plan: _Plan, instr: Instr, state: Mapping[str, Any]) -> dict[str, Any]:
         env: dict[str, Any] = dict(self.kb.params)

@@ -26,7 +26,7 @@ from zomboss.archdoc import NAME, DocError, grammar_text, parse_doc
 from zomboss.cache import RecordCodec, RecordError, atomic_write, cache_root, warn_once
 from zomboss.expr import is_constant
 
-CACHE_FORMAT = 2  # 2: JSON records (1 was a pickle, never read again)
+CACHE_FORMAT = 3  # 2: JSON records (1 was a pickle, never read again); 3: effects carry scalar reads
 _SOURCES = ("archdoc.py", "asp.py", "cache.py", "docmodel.py", "expr.py", "facts.py", "knowledge.py")
 MAX_CACHE_BYTES = 64 << 20  # a cache entry larger than this is not read
 

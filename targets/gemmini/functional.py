@@ -319,7 +319,9 @@ class Machine:
         rows = slice(row0, row0 + span, stride) if stride else [row0] * c_rows
         if p_c & IS_ACC:
             self._rows(self.acc, row0, span, "preload C")
-            if p_c & ACCUMULATE:
+            if p_c & ACCUMULATE and not stride:  # every row adds into the same one, in turn (Spike's loop)
+                self.acc[row0, :c_cols] += out.sum(axis=0, dtype=np.int64).astype(np.int32)
+            elif p_c & ACCUMULATE:
                 self.acc[rows, :c_cols] += out
             else:
                 self.acc[rows, :c_cols] = out

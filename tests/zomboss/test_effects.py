@@ -72,3 +72,92 @@ def test_cast_rounds_half_even_and_saturates(v, want):
 def test_bad_family_member_is_located():
     with pytest.raises(DocError, match="t.md:2:"):
         parse_doc("```isa\ninstr x{k}(a: int 0..1) for k, j in {(1, 2), (3)}\n  unit u\n```\n", "t.md")
+
+
+# ---- views of tensors, split rows, byte-stepped views, scalar reads, fp32 casts, macros ----------
+
+DOC2 = """
+```isa
+memory m { rows: 4, width: 4, type: int32 }
+memory ext { external, type: int8 }
+view m_e { of: m, rows: 1, cols: 1 }
+view x32 { of: ext, rows: 1, cols: 1, type: int32, step: 1 }
+view x8 { of: ext, rows: 1, cols: 1, type: int8 }
+tensor t { rows: 1, cols: 3, type: int64 }
+view t_e { of: t, rows: 1, cols: 1 }
+instr latch(p: int 0..99, q: int 0..99, r: int 0..99)
+  unit u
+  effect { t[0] = pack(p, q, r) }
+instr spread(d: int 0..3)
+  unit u
+  effect over i < 3 {
+    let v = t_e[i]
+    m_e[d * 4 + i] = fill(v + i)
+  }
+instr put32(a: int 0..64, b: int 0..64, v: int 0..65535, w: int 0..65535)
+  unit u
+  effect over k < 2 { x32[if k == 0 then a else b] = fill(if k == 0 then v else w) }
+instr scale(d: int 0..3, bits: int 0..2147483647)
+  unit u
+  effect over i < 4 { m_e[d * 4 + i] = cast(x8[i], fscale = bits, round = 1, sat = 1, bits = 8, relu = 0) }
+instr expand(n: int 0..9)
+  unit u
+  macro "toy.expand"
+```
+"""
+
+
+def _kb2():
+    return compile_doc(parse_doc(DOC2, "t2.md"), "t2", {})
+
+
+def test_scalar_reads_see_what_an_earlier_instruction_left_in_a_tensor():
+    from zomboss.generic_sim import GenericSim
+    from zomboss.program import Instr
+
+    kb = _kb2()
+    mem = Memories(kb, {"ext": 64})
+    sim = GenericSim(kb, {"toy.expand": lambda: lambda ins, state: ()})
+    sim.run([Instr("latch", (7, 8, 9)), Instr("spread", (2,))], mem, timing=False)
+    assert mem.arrays["m"][2].tolist() == [7, 9, 11, 0]  # split row: element d*4+i is m[d][i]
+    assert mem.arrays["t"].tolist() == [[7, 8, 9]]
+
+
+def test_a_byte_stepped_view_writes_overlapping_elements_in_order():
+    from zomboss.effects import views
+
+    kb = _kb2()
+    assert views(kb)["x32"].stride == 1 and views(kb)["x8"].stride == 1
+    mem = Memories(kb, {"ext": 16})
+    apply(mem, kb.instrs["put32"].effects[0], {"a": 0, "b": 2, "v": 0x1111, "w": 0x2222, **kb.params})
+    want = np.zeros(16, np.uint8)
+    want[0:4] = np.frombuffer(np.int32(0x1111).tobytes(), np.uint8)
+    want[2:6] = np.frombuffer(np.int32(0x2222).tobytes(), np.uint8)  # the second write wins where they overlap
+    assert mem.arrays["ext"].tolist() == want.tolist()
+
+
+def test_fp32_scale_rounds_half_even_and_saturates_to_the_named_width():
+    kb = _kb2()
+    mem = Memories(kb, {"ext": 8})
+    mem.arrays["ext"][:4] = np.array([3, 5, -3, 127], dtype=np.int8).view(np.uint8)
+    half = int(np.float32(2.5).view(np.uint32))
+    apply(mem, kb.instrs["scale"].effects[0], {"d": 1, "bits": half, **kb.params})
+    assert mem.arrays["m"][1].tolist() == [8, 12, -8, 127]  # 7.5 -> 8, 12.5 -> 12, -7.5 -> -8, 317.5 -> 127
+
+
+def test_a_declared_macro_needs_a_hook_and_its_expansion_runs():
+    from zomboss.errors import ZombossError
+    from zomboss.generic_sim import GenericSim
+    from zomboss.program import Instr
+
+    kb = _kb2()
+    with pytest.raises(ZombossError, match="no Python hook for macro"):
+        GenericSim(kb)
+
+    def hook(ins, state):
+        return [Instr("latch", (ins.args[0], 0, 0)), Instr("spread", (0,))] if ins.op == "expand" else []
+
+    mem = Memories(kb, {"ext": 8})
+    run = GenericSim(kb, {"toy.expand": lambda: hook}).run([Instr("expand", (5,))], mem, timing=False)
+    assert run.instructions == 3 and run.counts == {"expand": 1, "latch": 1, "spread": 1}
+    assert mem.arrays["m"][0].tolist() == [5, 1, 2, 0]

@@ -250,6 +250,26 @@ def test_ws_accumulated_reuses_weights_and_accumulates_with_strides(cfg):
     assert np.array_equal(got, want)
 
 
+def test_c_stride_zero_accumulates_every_row_into_one(cfg):
+    """C stride 0 sends every result row to the same accumulator row: with the accumulate bit
+    each adds in turn (Spike's loop; NumPy's fancy-index `+=` would keep only the last)."""
+    rng = np.random.default_rng(23)
+    dram = Dram()
+    a, b = rand_i8(rng, 16, 16), rand_i8(rng, 16, 16)
+    dst = dram.alloc(64)
+    lines: list[tuple] = [("config_ld", 0, 16, 0, 16, 1, ONE)] + _load(dram, 0, a) + _load(dram, 16, b)
+    lines += [
+        ("config_ex", 1, 0, 0, 0, 1, 0, 0, ONE, 0),
+        ("config_st", 64, 0, ONE, 0, 0, 0, 0, 0, 0, 0, 0, 0),
+        ("preload", 16, acc_addr(0, accumulate=True), 16, 16, 16, 4),
+        ("compute_preloaded", 0, GARB, 16, 4, 16, 16),
+        ("mvout", dst, acc_addr(0, read_full=True), 16, 1),
+    ]
+    run(prog(*lines), cfg, dram, check=True)
+    want = (a[:4].astype(np.int64) @ b).sum(axis=0).astype(np.int32)
+    assert np.array_equal(dram.read(dst, np.int32, (16,)), want)
+
+
 def test_ws_output_to_the_scratchpad_saturates_and_relus(cfg):
     rng = np.random.default_rng(21)
     dram = Dram()
