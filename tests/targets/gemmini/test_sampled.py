@@ -107,5 +107,7 @@ def test_cli_verify_sampled_reports_what_it_checked(capsys: pytest.CaptureFixtur
 
 
 def test_a_target_without_sampling_says_so(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["default", "plena", "rms_4x384", "--verify", "sampled"]) == 2
+    assert main(["default", "vta", "r18_c4", "--verify", "sampled"]) == 2
     assert "verifies whole kernels only" in capsys.readouterr().err
+    assert main(["default", "plena", "rms_4x384", "--verify", "sampled"]) == 2  # PLENA slices linears only
+    assert "linear kernels only" in capsys.readouterr().err
