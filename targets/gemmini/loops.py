@@ -22,7 +22,7 @@ of every loop, carry no DRAM address at all and are shared between loops.
 from __future__ import annotations
 
 import functools
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -52,6 +52,11 @@ class Template:
 
     entries: tuple[Entry, ...]
     segments: tuple[Segment, ...] = ()
+    counts: Mapping[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # the commands per mnemonic, counted once per template rather than once per loop
+        object.__setattr__(self, "counts", Counter(e[0] for e in self.entries))
 
 
 @dataclass(frozen=True)
@@ -60,11 +65,12 @@ class Expansion:
 
     entries: tuple[Entry, ...]
     bases: tuple[int, int, int, int]  # loop_ws: A, B, D, C; loop_conv_ws: input, weights, bias, output
+    counts: Mapping[str, int]  # commands per mnemonic (the template's)
     segments: tuple[Segment, ...] = ()
 
     @classmethod
     def of(cls, t: Template, bases: tuple[int, int, int, int]) -> Expansion:
-        return cls(t.entries, bases, t.segments)
+        return cls(t.entries, bases, t.counts, t.segments)
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -134,15 +140,20 @@ def _block_layout(entries: tuple[Entry, ...]) -> _Layout | None:
     return layout
 
 
+_MOVES = frozenset(("mvin", "mvin2", "mvin3", "mvout"))
+_EXECS = frozenset(("preload", "compute_preloaded", "compute_accumulated"))
+
+
 def _timing_shape(e: Entry, row_mask: int) -> tuple:
     """What the timing model sees of an entry besides its addresses and its gate: the op,
     generator and relocation, the DRAM offset's alignment and zero-ness, a local address's
     flag bits (or GARBAGE), and every other operand."""
     op, args, gen, _gate, reloc = e
-    if op in ("mvin", "mvin2", "mvin3", "mvout"):
+    if op in _EXECS:  # (the bulk of every expansion: spelt out rather than a generator)
+        a, b = args[0], args[1]
+        shape = (a if a == GARBAGE else a & ~row_mask, b if b == GARBAGE else b & ~row_mask, *args[2:])
+    elif op in _MOVES:
         shape = (args[0] % 64, args[0] == 0 and not reloc, args[1] & ~row_mask, *args[2:])
-    elif op in ("preload", "compute_preloaded", "compute_accumulated"):
-        shape = (*(a if a == GARBAGE else a & ~row_mask for a in args[:2]), *args[2:])
     else:
         shape = args
     return (op, gen, reloc, shape)

@@ -104,6 +104,28 @@ def dma_packets(offset: int, nbytes: int, max_packet: int, beat_bytes: int) -> t
     return tuple(out)
 
 
+@lru_cache(maxsize=4096)
+def read_plan(
+    offset: int, nrows: int, nbytes: int, stride: int, max_packet: int, beat_bytes: int
+) -> tuple[tuple[tuple[int, int], ...], int]:
+    """The read requests of `nrows` DRAM rows of `nbytes` bytes, `stride` bytes apart, the first
+    starting `offset` bytes into a max_packet block: (request start relative to the first row,
+    beats) of each request in issue order (`dma_packets` per row), and the bytes they fetch.
+
+    What a load's requests are depends only on these, so the DMA loop of `Timing._read_rows`
+    replays a plan built once per shape. A request's DRAM row (page) is that of its start,
+    which lies in the page of the useful bytes it begins with (requests are aligned to their
+    power-of-two size, which divides the page size)."""
+    out = []
+    fetched = 0
+    for r in range(nrows):
+        a = offset + r * stride
+        for off, size, _useful in dma_packets(a % max_packet, nbytes, max_packet, beat_bytes):
+            out.append((r * stride + off, -(-size // beat_bytes)))
+            fetched += size
+    return tuple(out), fetched
+
+
 _COMPUTES = frozenset(("compute_preloaded", "compute_accumulated"))
 
 
@@ -610,55 +632,28 @@ class Timing:
         requests: a request may issue once the one max_rd_inflight before it has returned.
         """
         p = self.p
-        mp, beat, lat = p.max_packet, p.beat_bytes, p.rd_latency
-        cyc_per_beat = beat / p.rd_bytes_per_cycle
+        lat = p.rd_latency
         page_shift = self.row_shift
         ring, maxq, k = self.rd_ring, p.max_rd_inflight, self.rd_k
         chan = self.rd_chan
         last_page = self.row_last
-        if stride % mp == 0:
-            pk = dma_packets(addr % mp, nbytes, mp, beat)
-            if len(pk) == 1:  # the common case: one request per row
-                occ = -(-pk[0][1] // beat) * cyc_per_beat
-                for r in range(nrows):
-                    free = ring[k]
-                    if free > t:
-                        t = free
-                    page = (addr + r * stride) >> page_shift
-                    if page != last_page:
-                        t += self._row_miss(page)
-                        last_page = page
-                    arrive = t + lat
-                    chan = (arrive if arrive > chan else chan) + occ
-                    ring[k] = chan
-                    k = k + 1 if k + 1 < maxq else 0
-                    t += 1
-                self.rd_chan, self.rd_k = chan, k
-                self.rd_packets += nrows
-                self.rd_bytes += nrows * nbytes
-                self.rd_fetched += nrows * pk[0][1]
-                return t, chan
-        npk = fetched = 0
-        for r in range(nrows):
-            a = addr + r * stride
-            pk = dma_packets(a % mp, nbytes, mp, beat)
-            for off, size, _useful in pk:
-                free = ring[k]
-                if free > t:
-                    t = free
-                page = (a + off) >> page_shift
-                if page != last_page:
-                    t += self._row_miss(page)
-                    last_page = page
-                arrive = t + lat
-                chan = (arrive if arrive > chan else chan) + -(-size // beat) * cyc_per_beat
-                ring[k] = chan
-                k = k + 1 if k + 1 < maxq else 0
-                t += 1
-                fetched += size
-            npk += len(pk)
+        plan, fetched = read_plan(addr % p.max_packet, nrows, nbytes, stride, p.max_packet, p.beat_bytes)
+        cyc_per_beat = p.beat_bytes / p.rd_bytes_per_cycle
+        for off, beats in plan:
+            free = ring[k]
+            if free > t:
+                t = free
+            page = (addr + off) >> page_shift
+            if page != last_page:
+                t += self._row_miss(page)
+                last_page = page
+            arrive = t + lat
+            chan = (arrive if arrive > chan else chan) + beats * cyc_per_beat
+            ring[k] = chan
+            k = k + 1 if k + 1 < maxq else 0
+            t += 1
         self.rd_chan, self.rd_k = chan, k
-        self.rd_packets += npk
+        self.rd_packets += len(plan)
         self.rd_bytes += nrows * nbytes
         self.rd_fetched += fetched
         return t, chan
