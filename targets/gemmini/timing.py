@@ -37,6 +37,7 @@ scoreboard already computes; it never changes a time.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from functools import lru_cache
 
 import numpy as np
@@ -127,6 +128,8 @@ def read_plan(
 
 
 _COMPUTES = frozenset(("compute_preloaded", "compute_accumulated"))
+_EXECS = frozenset(("preload", *_COMPUTES))
+_LOAD_SID = {"mvin": 0, "mvin2": 1, "mvin3": 2}  # a load's mover (its config_ld state)
 
 
 class _Busy:
@@ -552,19 +555,24 @@ class Timing:
         and there are at most the queues' capacities of them; commands before the run keep
         their times (a steady period has none pending: the marks compare the queues)."""
         budget = 4 * sum(self.cap) + 16
-        tables = self._tables()
+        by_mem: tuple[list[list[float]], list[list[float]]] = ([], [])  # each memory's tables, in order
+        for mem, t in self._tables():
+            by_mem[mem].append(t)
+        entries, rows_of = lr.entries, self._rows_of()
         moves: list[tuple[int, list[float], int, list[float]]] = []
         for i in range(max(first, upto - budget), upto):
-            (op, args, *_), (op2, args2, *_) = lr.entries[i], lr.entries[i + n]
-            for (m, a, b), (m2, a2, b2) in zip(self._rows_of(op, args), self._rows_of(op2, args2), strict=True):
+            (op, args, *_), (op2, args2, *_) = entries[i], entries[i + n]
+            for (m, a, b), (m2, a2, b2) in zip(rows_of(op, args), rows_of(op2, args2), strict=True):
                 if m != m2 or b - a != b2 - a2:  # (alike groups have the same spans; be safe)
                     a2, b2 = a, b
-                for mem, t in tables:
-                    if mem != m:
-                        continue
-                    k = min(b - a, len(t) - a, len(t) - a2)  # (a superset span may pass the table's end)
+                tables = by_mem[m]
+                size = len(tables[0])  # (a memory's tables are as long as it has rows)
+                k = min(b - a, size - a, size - a2)  # (a superset span may pass the table's end)
+                if k <= 0:
+                    continue
+                for t in tables:
                     src = t[a : a + k]
-                    if src and max(src) >= lo:
+                    if max(src) >= lo:
                         dst = t[a2 : a2 + k]
                         vals = [v + dt if v >= lo else d for v, d in zip(src, dst, strict=True)]
                         moves.append((m, t, a2, vals))
@@ -589,26 +597,33 @@ class Timing:
         both = np.maximum(np.asarray(self.r[0], dtype=np.float64), np.asarray(self.sp_ex, dtype=np.float64))
         self.sp_hw = [float(both[:half].max(initial=0.0)), float(both[half:].max(initial=0.0))]
 
-    def _rows_of(self, op: str, args: tuple[int, ...]) -> list[tuple[int, int, int]]:
+    def _rows_of(self) -> Callable[[str, tuple[int, ...]], list[tuple[int, int, int]]]:
         """(memory, first row, end row) ranges a command may touch (a superset is harmless: a
-        row that is not pending stays in the past however far it moves)."""
-        mask, dim = self.row_mask, self.dim
-        out = []
-        if op in ("mvin", "mvin2", "mvin3", "mvout"):
-            local, cols, rows = args[1], args[2], args[3]
-            lo = local & mask
-            blocks = -(-cols // dim)
-            stride = dim if op == "mvout" else self.ld_bstride[("mvin", "mvin2", "mvin3").index(op)]
-            span = (blocks - 1) * stride + max(rows, 1)
-            if op == "mvout":
-                span = max(span, self.st_pool[1] * self.st_pool[2])
-            out.append((1 if local & IS_ACC else 0, lo, lo + span))
-        elif op in ("preload", "compute_preloaded", "compute_accumulated"):
-            n = max(args[2:6]) * max(self.a_stride, self.c_stride, 1) + 1
-            for addr in args[:2]:
-                if addr != GARBAGE:
-                    out.append((1 if addr & IS_ACC else 0, addr & mask, (addr & mask) + n))
-        return out
+        row that is not pending stays in the past however far it moves), as a function of the
+        command under the current configuration (bound once per `_translate_recent`)."""
+        mask, dim, bstride = self.row_mask, self.dim, tuple(self.ld_bstride)
+        scale = max(self.a_stride, self.c_stride, 1)
+        pool = self.st_pool[1] * self.st_pool[2]  # (a pooled store reads the whole tile)
+
+        def rows_of(op: str, args: tuple[int, ...]) -> list[tuple[int, int, int]]:
+            out = []
+            if op in _EXECS:
+                n = max(args[2:6]) * scale + 1
+                for x in (args[0], args[1]):
+                    if x != GARBAGE:
+                        out.append((1 if x & IS_ACC else 0, x & mask, (x & mask) + n))
+                return out
+            sid = _LOAD_SID.get(op, -1)
+            if sid >= 0 or op == "mvout":
+                local, cols, rows = args[1], args[2], args[3]
+                lo = local & mask
+                span = (-(-cols // dim) - 1) * (bstride[sid] if sid >= 0 else dim) + max(rows, 1)
+                if sid < 0 and pool > span:
+                    span = pool
+                out.append((1 if local & IS_ACC else 0, lo, lo + span))
+            return out
+
+        return rows_of
 
     # ------------------------------------------------------------------------------------------
     # DMA helpers
