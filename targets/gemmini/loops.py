@@ -147,16 +147,24 @@ _EXECS = frozenset(("preload", "compute_preloaded", "compute_accumulated"))
 def _timing_shape(e: Entry, row_mask: int) -> tuple:
     """What the timing model sees of an entry besides its addresses and its gate: the op,
     generator and relocation, the DRAM offset's alignment and zero-ness, a local address's
-    flag bits (or GARBAGE), and every other operand."""
+    flag bits (or GARBAGE), and every other operand, flat (the op fixes the layout)."""
     op, args, gen, _gate, reloc = e
-    if op in _EXECS:  # (the bulk of every expansion: spelt out rather than a generator)
-        a, b = args[0], args[1]
-        shape = (a if a == GARBAGE else a & ~row_mask, b if b == GARBAGE else b & ~row_mask, *args[2:])
-    elif op in _MOVES:
-        shape = (args[0] % 64, args[0] == 0 and not reloc, args[1] & ~row_mask, *args[2:])
-    else:
-        shape = args
-    return (op, gen, reloc, shape)
+    if op in _EXECS:  # (the bulk of every expansion: spelt out, six operands)
+        a, b, c2, c3, c4, c5 = args
+        return (
+            op,
+            gen,
+            reloc,
+            a if a == GARBAGE else a & ~row_mask,
+            b if b == GARBAGE else b & ~row_mask,
+            c2,
+            c3,
+            c4,
+            c5,
+        )
+    if op in _MOVES:
+        return (op, gen, reloc, args[0] % 64, args[0] == 0 and not reloc, args[1] & ~row_mask, *args[2:])
+    return (op, gen, reloc, *args)
 
 
 def _gates(gates: np.ndarray, start: int) -> np.ndarray:
@@ -614,50 +622,29 @@ def _loop_conv(
                         out.append(("mvin2", (off, row, cols, rows), GEN_LD, -1, R_W))
     last_load = len(out) - 1
     # 4. execute: och / krow / kcol (pixels at a time) / kch, then b / orow / ocol.
+    # (row addresses summed a loop level at a time: the bulk of a template's entries)
     starts: list[int] = []  # first entry of each (och, krow, kcol, kch) step (for alike_segments)
+    c_flags = acc_addr(0, accumulate=True)
     for och in range(0, pochs, dim):
         jc = min(dim, pochs - och)
+        c_och = acc_base + (och // dim) * batches * orows * ocols
         for krow in range(krows):
             for kcol in range(0, kcols, pixels_max):
                 pixels = min(pixels_max, kcols - kcol)
                 for kch in range(0, kchs, dim):
                     starts.append(len(out))
                     kk = pixels * min(dim, kchs - kch)
+                    b_row = b_start + (och // dim) * krows * kcols * kchs + krow * kcols * kchs + kcol * kchs + kch
+                    a_kch = a_start + (kch // dim) * batches * dirows * dicols
                     new_weights = True
                     for b in range(batches):
                         for orow in range(orows):
+                            c_orow = c_och + b * orows * ocols + orow * ocols
+                            a_irow = a_kch + b * dirows * dicols + ((orow * stride + krow) >> ds) * dicols
                             for ocol in range(0, ocols, dim):
                                 ir = min(dim, ocols - ocol)
-                                irow, icol = orow * stride + krow, ocol * stride + kcol
-                                c_row = (
-                                    acc_base
-                                    + (och // dim) * batches * orows * ocols
-                                    + b * orows * ocols
-                                    + orow * ocols
-                                    + ocol
-                                )
-                                a_row = (
-                                    a_start
-                                    + (kch // dim) * batches * dirows * dicols
-                                    + b * dirows * dicols
-                                    + (irow >> ds) * dicols
-                                    + (icol >> ds)
-                                )
-                                b_row = (
-                                    b_start
-                                    + (och // dim) * krows * kcols * kchs
-                                    + krow * kcols * kchs
-                                    + kcol * kchs
-                                    + kch
-                                )
-                                pre = (
-                                    b_row if new_weights else GARBAGE,
-                                    acc_addr(c_row, accumulate=True),
-                                    jc,
-                                    kk,
-                                    jc,
-                                    ir,
-                                )
+                                a_row = a_irow + ((ocol * stride + kcol) >> ds)
+                                pre = (b_row if new_weights else GARBAGE, c_flags | (c_orow + ocol), jc, kk, jc, ir)
                                 op = "compute_preloaded" if new_weights else "compute_accumulated"
                                 out.append(("preload", pre, GEN_EX, last_load, 0))
                                 out.append((op, (a_row, GARBAGE, kk, ir, jc, ir), GEN_EX, last_load, 0))
