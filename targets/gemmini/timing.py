@@ -38,13 +38,14 @@ from __future__ import annotations
 
 import heapq
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import lru_cache
+from heapq import heappop, heappush
 
 import numpy as np
 from zomboss.targets.gemmini.config import GemminiConfig
 from zomboss.targets.gemmini.isa import EX, GARBAGE, IS_ACC, LD, READ_FULL, ST, queues
-from zomboss.targets.gemmini.loops import CPU, GEN_EX, GEN_LD, GEN_ST
+from zomboss.targets.gemmini.loops import CPU, GEN_EX, GEN_LD, GEN_ST, Entry
 from zomboss.targets.gemmini.presets import Preset
 
 from zomboss import steady
@@ -434,7 +435,6 @@ class Timing:
         floor = self.loop_floor
         top = lr.top
         heappop = heapq.heappop
-        ex_heap, ex_cap = rs[EX], cap[EX]
         queue = self.queue
         while i < n:
             op, args, gen, gate, reloc = entries[i]
@@ -443,33 +443,10 @@ class Timing:
                 t = floor
             if gate >= 0 and issued[gate] > t:
                 t = issued[gate]
-            if op == "preload":  # the compute after it (the expansion always pairs them)
-                c_args = entries[i + 1][1]
-                heap = ex_heap
-                while heap and heap[0] <= t:
-                    heappop(heap)
-                while len(heap) >= ex_cap:
-                    t2 = heappop(heap)
-                    if t2 > t:
-                        t = t2
-                    while heap and heap[0] <= t:
-                        heappop(heap)
-                t_c = t + 1
-                while heap and heap[0] <= t_c:
-                    heappop(heap)
-                while len(heap) >= ex_cap - 1:  # the preload holds one entry already
-                    t2 = heappop(heap)
-                    if t2 > t_c:
-                        t_c = t2
-                    while heap and heap[0] <= t_c:
-                        heappop(heap)
-                gen_prev[gen] = t_c
-                if t_c > top:
-                    top = t_c
-                self._pair(args, c_args, t, t_c)
-                push(t)
-                push(t_c)
-                i += 2
+            if op == "preload":  # with the compute after it (the expansion always pairs them)
+                lr.top = top
+                i = self._pairs(entries, i, n, lr)
+                top = lr.top
                 continue
             if reloc:
                 args = (args[0] + base[reloc], *args[1:])
@@ -763,105 +740,163 @@ class Timing:
         self.pend = None
         if pend is None:  # (the rules refuse this; time it as if preceded by a GARBAGE preload)
             pend = ((GARBAGE, GARBAGE, 1, 1, 1, 1), t)
-        self._pair(pend[0], args, pend[1], t)
+        self._pairs((("preload", pend[0], GEN_EX, -1, 0), ("compute", args, GEN_EX, -1, 0)), 0, 2, None, pend[1], t)
 
-    def _pair(self, pre: tuple[int, ...], comp: tuple[int, ...], t_pre: float, t_comp: float) -> None:
-        """Time a preload (issued at t_pre) and its compute (issued at t_comp)."""
-        bd, c, bd_cols, bd_rows, _c_cols, c_rows = pre
-        a, d, a_cols, a_rows, _d_cols, d_rows = comp
-        dim, row_mask = self.dim, self.row_mask
+    def _pairs(
+        self,
+        entries: Sequence[Entry],
+        i: int,
+        n: int,
+        lr: _LoopRun | None,
+        t_pre: float = 0.0,
+        t_comp: float = 0.0,
+    ) -> int:
+        """Time the preload/compute pairs from entries[i] on; returns the index after them.
+
+        In a loop (`lr`) every consecutive pair up to the first other command (or n) is timed,
+        each issued as its generator, gate and the execute queue allow (`_entries`' rules);
+        a CPU-issued pair (no `lr`) was issued at t_pre and t_comp. The execute engine's state
+        is kept in locals across the pairs (the bulk of every loop) and stored at the end."""
+        dim, row_mask, bank_rows = self.dim, self.row_mask, self.bank_rows
         w = self.w
-        w_sp = w[0]
-        # preload: RAW on B, WAW (loads, e.g. the bias) and WAR (stores) on C
-        p_ready = t_pre
-        b_bank = -1
-        if bd != GARBAGE:
-            b_lo = bd & row_mask
-            b_hi = b_lo + (bd_cols if (self.ws and self.b_t) else bd_rows)
-            b_bank = b_lo // self.bank_rows
-            v = max(w_sp[b_lo:b_hi])
-            if v > p_ready:
-                p_ready = v
-        if c != GARBAGE:
-            cm = 1 if c & IS_ACC else 0
-            c_lo = c & row_mask
-            c_hi = c_lo + (c_rows - 1) * self.c_stride + 1
-            v = max(w[cm][c_lo:c_hi])  # loads (WAW); in the accumulator also store reads (WAR)
-            if v > p_ready:
-                p_ready = v
-            if not cm:
-                v = max(self.r[0][c_lo:c_hi])
+        w_sp, r_sp = w[0], self.r[0]
+        ws, a_t, b_t, a_stride, c_stride = self.ws, self.a_t, self.b_t, self.a_stride, self.c_stride
+        plain_ws = ws and not a_t and not b_t
+        acc_ex, sp_ex, latency = self.acc_ex, self.sp_ex, self.p.array_latency
+        heap = self.rs[EX]
+        raise_bound, busy_add = self._raise_sp_bound, self.busy_ex.add
+        prev, prev_feed, prev_a_bank = self.prev_start, self.prev_feed, self.prev_a_bank
+        ex_free, ex_drained = self.ex_free, self.ex_drained
+        ex_busy, pairs, overlapped = self.ex_busy, self.pairs, self.overlapped
+        if lr is not None:
+            issued, gen_prev, floor, top, ex_cap = lr.issued, self.gen_prev, self.loop_floor, lr.top, self.cap[EX]
+        while i < n:
+            op, pre, gen, gate, _reloc = entries[i]
+            if lr is not None:  # allocation: `_entries`, with the compute's after the preload's
+                if op != "preload":
+                    break
+                t_pre = gen_prev[gen] + 1
+                if t_pre < floor:
+                    t_pre = floor
+                if gate >= 0 and issued[gate] > t_pre:
+                    t_pre = issued[gate]
+                while heap and heap[0] <= t_pre:
+                    heappop(heap)
+                while len(heap) >= ex_cap:
+                    t2 = heappop(heap)
+                    if t2 > t_pre:
+                        t_pre = t2
+                    while heap and heap[0] <= t_pre:
+                        heappop(heap)
+                t_comp = t_pre + 1
+                while heap and heap[0] <= t_comp:
+                    heappop(heap)
+                while len(heap) >= ex_cap - 1:  # the preload holds one entry already
+                    t2 = heappop(heap)
+                    if t2 > t_comp:
+                        t_comp = t2
+                    while heap and heap[0] <= t_comp:
+                        heappop(heap)
+                gen_prev[gen] = t_comp
+                if t_comp > top:
+                    top = t_comp
+                issued.append(t_pre)
+                issued.append(t_comp)
+            bd, c, bd_cols, bd_rows, _c_cols, c_rows = pre
+            a, d, a_cols, a_rows, _d_cols, d_rows = entries[i + 1][1]
+            i += 2
+            # preload: RAW on B, WAW (loads, e.g. the bias) and WAR (stores) on C
+            p_ready = t_pre
+            b_bank = -1
+            if bd != GARBAGE:
+                b_lo = bd & row_mask
+                b_hi = b_lo + (bd_cols if (ws and b_t) else bd_rows)
+                b_bank = b_lo // bank_rows
+                v = max(w_sp[b_lo:b_hi])
                 if v > p_ready:
                     p_ready = v
-        # compute: RAW on A (and D)
-        ready = t_comp
-        a_lo = a & row_mask
-        a_hi = a_lo + ((a_cols if self.a_t else a_rows) - 1) * self.a_stride + 1
-        v = max(w_sp[a_lo:a_hi])
-        if v > ready:
-            ready = v
-        if d != GARBAGE:
-            d_lo = d & row_mask
-            v = max(w_sp[d_lo : d_lo + d_rows])
+            if c != GARBAGE:
+                cm = 1 if c & IS_ACC else 0
+                c_lo = c & row_mask
+                c_hi = c_lo + (c_rows - 1) * c_stride + 1
+                v = max(w[cm][c_lo:c_hi])  # loads (WAW); in the accumulator also store reads (WAR)
+                if v > p_ready:
+                    p_ready = v
+                if not cm:
+                    v = max(r_sp[c_lo:c_hi])
+                    if v > p_ready:
+                        p_ready = v
+            # compute: RAW on A (and D)
+            ready = t_comp
+            a_lo = a & row_mask
+            a_hi = a_lo + ((a_cols if a_t else a_rows) - 1) * a_stride + 1
+            v = max(w_sp[a_lo:a_hi])
             if v > ready:
                 ready = v
-        plain_ws = self.ws and not self.a_t and not self.b_t
-        prev = self.prev_start
-        ex_free = self.ex_free
-        if prev >= 0 and p_ready <= prev and ready <= prev:
-            # overlapped: this preload was fed into the array alongside the previous compute
-            self.overlapped += 1
-            window = self.prev_feed
-            if (b_bank >= 0 or not plain_ws) and window < dim:  # real weights need all DIM rows
-                window = dim
-            if b_bank >= 0 and b_bank == self.prev_a_bank:  # A and B rows from one bank: 2 cycles/row
-                window *= 2
-            if prev + window > ex_free:
-                self.ex_busy += prev + window - ex_free
-                self.busy_ex.add(ex_free, prev + window)
-                ex_free = prev + window
-            start = ex_free
-            if ready > start:
-                start = ready
-            if p_ready > start:
-                start = p_ready
-            b_read = prev + dim
-        else:
-            p_start = ex_free if ex_free > p_ready else p_ready  # a standalone preload feeds DIM rows first
-            self.ex_busy += dim
-            b_read = p_start + dim
-            self.busy_ex.add(p_start, b_read)
-            start = b_read if b_read > ready else ready
-        feed = (a_rows if a_rows > 4 else 4) if plain_ws else dim
-        end = start + feed
-        self.ex_busy += feed
-        self.pairs += 1
-        self.ex_free = end
-        self.prev_start = start
-        self.prev_a_bank = a_lo // self.bank_rows
-        self.prev_feed = feed
-        # reads done: A (and D) at the end of the feed, B after its preload was fed
-        r_sp = self.r[0]
-        r_sp[a_lo:a_hi] = [end] * (a_hi - a_lo)
-        raise_bound = self._raise_sp_bound
-        raise_bound(a_lo, a_hi, end)
-        if b_bank >= 0:
-            r_sp[b_lo:b_hi] = [b_read] * (b_hi - b_lo)
-            raise_bound(b_lo, b_hi, b_read)
-        heap = self.rs[EX]
-        p_done = end
-        if c != GARBAGE:
-            p_done = end + self.p.array_latency
-            if cm:
-                self.acc_ex[c_lo:c_hi] = [p_done] * (c_hi - c_lo)
+            if d != GARBAGE:
+                d_lo = d & row_mask
+                v = max(w_sp[d_lo : d_lo + d_rows])
+                if v > ready:
+                    ready = v
+            if prev >= 0 and p_ready <= prev and ready <= prev:
+                # overlapped: this preload was fed into the array alongside the previous compute
+                overlapped += 1
+                window = prev_feed
+                if (b_bank >= 0 or not plain_ws) and window < dim:  # real weights need all DIM rows
+                    window = dim
+                if b_bank >= 0 and b_bank == prev_a_bank:  # A and B rows from one bank: 2 cycles/row
+                    window *= 2
+                if prev + window > ex_free:
+                    ex_busy += prev + window - ex_free
+                    busy_add(ex_free, prev + window)
+                    ex_free = prev + window
+                start = ex_free
+                if ready > start:
+                    start = ready
+                if p_ready > start:
+                    start = p_ready
+                b_read = prev + dim
             else:
-                w[0][c_lo:c_hi] = self.sp_ex[c_lo:c_hi] = [p_done] * (c_hi - c_lo)
-                raise_bound(c_lo, c_hi, p_done)
-        self.busy_ex.add(start, p_done)
-        if p_done > self.ex_drained:
-            self.ex_drained = p_done
-        heapq.heappush(heap, p_done)
-        heapq.heappush(heap, end)
+                p_start = ex_free if ex_free > p_ready else p_ready  # a standalone preload feeds DIM rows first
+                ex_busy += dim
+                b_read = p_start + dim
+                busy_add(p_start, b_read)
+                start = b_read if b_read > ready else ready
+            feed = (a_rows if a_rows > 4 else 4) if plain_ws else dim
+            end = start + feed
+            ex_busy += feed
+            pairs += 1
+            ex_free = end
+            prev = start
+            prev_a_bank = a_lo // bank_rows
+            prev_feed = feed
+            # reads done: A (and D) at the end of the feed, B after its preload was fed
+            r_sp[a_lo:a_hi] = [end] * (a_hi - a_lo)
+            raise_bound(a_lo, a_hi, end)
+            if b_bank >= 0:
+                r_sp[b_lo:b_hi] = [b_read] * (b_hi - b_lo)
+                raise_bound(b_lo, b_hi, b_read)
+            p_done = end
+            if c != GARBAGE:
+                p_done = end + latency
+                if cm:
+                    acc_ex[c_lo:c_hi] = [p_done] * (c_hi - c_lo)
+                else:
+                    w_sp[c_lo:c_hi] = sp_ex[c_lo:c_hi] = [p_done] * (c_hi - c_lo)
+                    raise_bound(c_lo, c_hi, p_done)
+            busy_add(start, p_done)
+            if p_done > ex_drained:
+                ex_drained = p_done
+            heappush(heap, p_done)
+            heappush(heap, end)
+            if lr is None:
+                break
+        if lr is not None:
+            lr.top = top
+        self.prev_start, self.prev_feed, self.prev_a_bank = prev, prev_feed, prev_a_bank
+        self.ex_free, self.ex_drained = ex_free, ex_drained
+        self.ex_busy, self.pairs, self.overlapped = ex_busy, pairs, overlapped
+        return i
 
     # ------------------------------------------------------------------------------------------
     # store queue
