@@ -276,11 +276,13 @@ class Timing:
         sp, acc = cfg.sp_rows, [0.0] * cfg.acc_rows
         self.w = ([0.0] * sp, acc)
         self.r = ([0.0] * sp, acc)
-        # An upper bound, per scratchpad half, of every time in `r[0]` and `sp_ex`: a load whose
-        # wide range (blocks at a large block stride) lies in a half bounded below its start
-        # need not scan the rows (`_mvin`), which is most of a convolution's prologue.
+        # Upper bounds, per scratchpad half, of every time in `r[0]` (`sp_hw`) and in `sp_ex`
+        # (`ex_hw`): a load whose wide range (blocks at a large block stride) lies in a half
+        # bounded below its start need not scan the rows (`_mvin`), which is most of a
+        # convolution's prologue; `sp_ex` stays in the past when outputs go to the accumulator.
         self.sp_half = max(1, (sp + 1) // 2)
         self.sp_hw = [0.0, 0.0]
+        self.ex_hw = [0.0, 0.0]
         self.acc_ex = [0.0] * cfg.acc_rows
         self.acc_rd = [0.0] * cfg.acc_rows
         self.sp_ex = [0.0] * sp
@@ -549,25 +551,21 @@ class Timing:
             for (m, a, b), (m2, a2, b2) in zip(rows_of(op, args), rows_of(op2, args2), strict=True):
                 if m != m2 or b - a != b2 - a2:  # (alike groups have the same spans; be safe)
                     a2, b2 = a, b
-                tables = by_mem[m]
-                size = len(tables[0])  # (a memory's tables are as long as it has rows)
-                k = min(b - a, size - a, size - a2)  # (a superset span may pass the table's end)
-                if k <= 0:
-                    continue
-                for t in tables:
+                for t in by_mem[m]:
+                    k = min(b - a, len(t) - a, len(t) - a2)  # (a superset span may pass the table's end)
                     src = t[a : a + k]
-                    if max(src) >= lo:
+                    if src and max(src) >= lo:
                         dst = t[a2 : a2 + k]
                         vals = [v + dt if v >= lo else d for v, d in zip(src, dst, strict=True)]
                         moves.append((m, t, a2, vals))
-        for m, t, a2, vals in moves:
+        for _m, t, a2, vals in moves:
             t[a2 : a2 + len(vals)] = vals
-            if not m:  # (any scratchpad table: the bound only needs to stay above)
-                self._raise_sp_bound(a2, a2 + len(vals), max(vals))
+            if t is self.r[0] or t is self.sp_ex:
+                self._raise_sp_bound(self.sp_hw if t is self.r[0] else self.ex_hw, a2, a2 + len(vals), max(vals))
 
-    def _raise_sp_bound(self, lo: int, hi: int, x: float) -> None:
-        """Keep `sp_hw` above a time x just written to scratchpad rows [lo, hi)."""
-        hw, half = self.sp_hw, self.sp_half
+    def _raise_sp_bound(self, hw: list[float], lo: int, hi: int, x: float) -> None:
+        """Keep a scratchpad bound (`sp_hw` or `ex_hw`) above a time x just written to rows [lo, hi)."""
+        half = self.sp_half
         h = lo // half
         if x > hw[h]:
             hw[h] = x
@@ -576,10 +574,11 @@ class Timing:
             hw[h] = x
 
     def _bound_sp(self) -> None:
-        """Recompute `sp_hw` from the tables (after writes the hot paths do not track)."""
+        """Recompute `sp_hw` and `ex_hw` from the tables (after writes the hot paths do not track)."""
         half = self.sp_half
-        both = np.maximum(_array(self.r[0]), _array(self.sp_ex))
-        self.sp_hw = [float(both[:half].max(initial=0.0)), float(both[half:].max(initial=0.0))]
+        for hw, t in ((self.sp_hw, self.r[0]), (self.ex_hw, self.sp_ex)):
+            a = _array(t)
+            hw[:] = [float(a[:half].max(initial=0.0)), float(a[half:].max(initial=0.0))]
 
     def _rows_of(self) -> Callable[[str, tuple[int, ...]], list[tuple[int, int, int]]]:
         """(memory, first row, end row) ranges a command may touch (a superset is harmless: a
@@ -682,14 +681,17 @@ class Timing:
             v = max(self.acc_rd[row:hi])  # WAR: stores still reading these accumulator rows
             r = max(self.acc_ex[row:hi])  # WAW/WAR on rows an older preload still writes
         else:
-            half, hw = self.sp_half, self.sp_hw
+            half = self.sp_half
             h0 = row // half
-            bound = hw[h0] if (hi - 1) // half == h0 else max(hw)  # (a range across both halves)
-            if bound > ready:
+            one = (hi - 1) // half == h0  # (else a range across both halves)
+            hw = self.sp_hw
+            v = hw[h0] if one else max(hw)
+            if v > ready:
                 v = max(self.r[0][row:hi])  # WAR: the array or a store still reads these rows
+            hw = self.ex_hw
+            r = hw[h0] if one else max(hw)
+            if r > ready:
                 r = max(self.sp_ex[row:hi])  # WAW: an older preload still writes its output here
-            else:
-                v = r = bound
         if r > v:
             v = r
         if v > ready:
@@ -764,7 +766,7 @@ class Timing:
         plain_ws = ws and not a_t and not b_t
         acc_ex, sp_ex, latency = self.acc_ex, self.sp_ex, self.p.array_latency
         heap = self.rs[EX]
-        raise_bound, busy_add = self._raise_sp_bound, self.busy_ex.add
+        raise_bound, sp_hw, busy_add = self._raise_sp_bound, self.sp_hw, self.busy_ex.add
         prev, prev_feed, prev_a_bank = self.prev_start, self.prev_feed, self.prev_a_bank
         ex_free, ex_drained = self.ex_free, self.ex_drained
         ex_busy, pairs, overlapped = self.ex_busy, self.pairs, self.overlapped
@@ -872,10 +874,10 @@ class Timing:
             prev_feed = feed
             # reads done: A (and D) at the end of the feed, B after its preload was fed
             r_sp[a_lo:a_hi] = [end] * (a_hi - a_lo)
-            raise_bound(a_lo, a_hi, end)
+            raise_bound(sp_hw, a_lo, a_hi, end)
             if b_bank >= 0:
                 r_sp[b_lo:b_hi] = [b_read] * (b_hi - b_lo)
-                raise_bound(b_lo, b_hi, b_read)
+                raise_bound(sp_hw, b_lo, b_hi, b_read)
             p_done = end
             if c != GARBAGE:
                 p_done = end + latency
@@ -883,7 +885,7 @@ class Timing:
                     acc_ex[c_lo:c_hi] = [p_done] * (c_hi - c_lo)
                 else:
                     w_sp[c_lo:c_hi] = sp_ex[c_lo:c_hi] = [p_done] * (c_hi - c_lo)
-                    raise_bound(c_lo, c_hi, p_done)
+                    raise_bound(self.ex_hw, c_lo, c_hi, p_done)
             busy_add(start, p_done)
             if p_done > ex_drained:
                 ex_drained = p_done
@@ -973,7 +975,7 @@ class Timing:
             if rt[k] < done:
                 rt[k] = done
         if not m:
-            self._raise_sp_bound(row, hi, done)
+            self._raise_sp_bound(self.sp_hw, row, hi, done)
         if m:  # stores complete in order, so this store's read is the latest of these rows
             self.acc_rd[row:hi] = [done] * (hi - row)
         self.wr_packets += npk
@@ -1039,6 +1041,9 @@ class Timing:
             rel += live + [-1.0] * (self.cap[q] + 1 - len(live))
         parts = [np.asarray(rel, dtype=np.float64)]
         for m, t in self._tables():
+            if t is self.sp_ex and max(self.ex_hw) <= now - 2 and len(t) <= 2 * self.sp_half:  # (all clamped)
+                parts.append(np.full(len(t), -1.0))
+                continue
             a = _array(t) - now
             half = len(a) // 2
             rot = (acc_half if m else sp_half) * half
