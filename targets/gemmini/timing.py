@@ -193,6 +193,17 @@ def _array(xs: list[float]) -> np.ndarray:
     return np.frombuffer(struct.pack(f"{len(xs)}d", *xs), dtype=np.float64)
 
 
+def _raise_bound(hw: list[float], half: int, lo: int, hi: int, x: float) -> None:
+    """Keep a per-half bound `hw` above a time x just written to rows [lo, hi) (rows past
+    both halves are not bounded: a scan whose range reaches them does not use `hw`)."""
+    h = lo // half
+    if h < 2 and x > hw[h]:
+        hw[h] = x
+    h2 = min((hi - 1) // half, 1)
+    if h2 > h and x > hw[h2]:
+        hw[h2] = x
+
+
 def _moved(xs: list[float], lo: float, dt: float) -> list[float]:
     """`xs` with every time from `lo` on moved by dt (earlier ones cannot delay anything)."""
     return [x + dt if x >= lo else x for x in xs]
@@ -276,13 +287,19 @@ class Timing:
         sp, acc = cfg.sp_rows, [0.0] * cfg.acc_rows
         self.w = ([0.0] * sp, acc)
         self.r = ([0.0] * sp, acc)
-        # Upper bounds, per scratchpad half, of every time in `r[0]` (`sp_hw`) and in `sp_ex`
-        # (`ex_hw`): a load whose wide range (blocks at a large block stride) lies in a half
-        # bounded below its start need not scan the rows (`_mvin`), which is most of a
-        # convolution's prologue; `sp_ex` stays in the past when outputs go to the accumulator.
+        # Upper bounds of the tables' times, so that a command need not scan rows bounded below
+        # what it compares them with (only speed depends on them): per scratchpad half, of
+        # `r[0]` (`sp_hw`) and of `sp_ex` (`ex_hw`), which a load scans (a wide range, blocks at
+        # a large block stride, is most of a convolution's prologue; `sp_ex` stays in the past
+        # when outputs go to the accumulator); of all of `w[0]` (`w_top`: loads complete in
+        # order, and a compute's operands have mostly arrived); per accumulator half, of `w[1]`
+        # (`acc_hw`: store reads of an output tile are rarely pending when it is next written).
         self.sp_half = max(1, (sp + 1) // 2)
         self.sp_hw = [0.0, 0.0]
         self.ex_hw = [0.0, 0.0]
+        self.w_top = 0.0
+        self.acc_half = max(1, (cfg.acc_rows + 1) // 2)
+        self.acc_hw = [0.0, 0.0]
         self.acc_ex = [0.0] * cfg.acc_rows
         self.acc_rd = [0.0] * cfg.acc_rows
         self.sp_ex = [0.0] * sp
@@ -560,25 +577,24 @@ class Timing:
                         moves.append((m, t, a2, vals))
         for _m, t, a2, vals in moves:
             t[a2 : a2 + len(vals)] = vals
-            if t is self.r[0] or t is self.sp_ex:
-                self._raise_sp_bound(self.sp_hw if t is self.r[0] else self.ex_hw, a2, a2 + len(vals), max(vals))
+            x = max(vals)
+            if t is self.w[0]:
+                self.w_top = max(self.w_top, x)
+            elif t is self.w[1]:
+                _raise_bound(self.acc_hw, self.acc_half, a2, a2 + len(vals), x)
+            elif t is self.r[0] or t is self.sp_ex:
+                _raise_bound(self.sp_hw if t is self.r[0] else self.ex_hw, self.sp_half, a2, a2 + len(vals), x)
 
-    def _raise_sp_bound(self, hw: list[float], lo: int, hi: int, x: float) -> None:
-        """Keep a scratchpad bound (`sp_hw` or `ex_hw`) above a time x just written to rows [lo, hi)."""
-        half = self.sp_half
-        h = lo // half
-        if x > hw[h]:
-            hw[h] = x
-        h = (hi - 1) // half
-        if h != lo // half and h < 2 and x > hw[h]:
-            hw[h] = x
-
-    def _bound_sp(self) -> None:
-        """Recompute `sp_hw` and `ex_hw` from the tables (after writes the hot paths do not track)."""
-        half = self.sp_half
-        for hw, t in ((self.sp_hw, self.r[0]), (self.ex_hw, self.sp_ex)):
+    def _reset_bounds(self) -> None:
+        """Recompute the tables' bounds from the tables (after a shift of whole tables)."""
+        for hw, half, t in (
+            (self.sp_hw, self.sp_half, self.r[0]),
+            (self.ex_hw, self.sp_half, self.sp_ex),
+            (self.acc_hw, self.acc_half, self.w[1]),
+        ):
             a = _array(t)
             hw[:] = [float(a[:half].max(initial=0.0)), float(a[half:].max(initial=0.0))]
+        self.w_top = float(_array(self.w[0]).max(initial=0.0))
 
     def _rows_of(self) -> Callable[[str, tuple[int, ...]], list[tuple[int, int, int]]]:
         """(memory, first row, end row) ranges a command may touch (a superset is harmless: a
@@ -712,6 +728,10 @@ class Timing:
         self.ld_last_done = done
         self.busy_ld.add(ready, done)
         self.w[m][row:hi] = [done] * (hi - row)
+        if m:
+            _raise_bound(self.acc_hw, self.acc_half, row, hi, done)
+        elif done > self.w_top:
+            self.w_top = done
         heapq.heappush(self.rs[LD], done)
 
     # ------------------------------------------------------------------------------------------
@@ -766,7 +786,8 @@ class Timing:
         plain_ws = ws and not a_t and not b_t
         acc_ex, sp_ex, latency = self.acc_ex, self.sp_ex, self.p.array_latency
         heap = self.rs[EX]
-        raise_bound, sp_hw, busy_add = self._raise_sp_bound, self.sp_hw, self.busy_ex.add
+        sp_hw, sp_half, w_top, acc_hw, acc_half = self.sp_hw, self.sp_half, self.w_top, self.acc_hw, self.acc_half
+        busy_add = self.busy_ex.add
         prev, prev_feed, prev_a_bank = self.prev_start, self.prev_feed, self.prev_a_bank
         ex_free, ex_drained = self.ex_free, self.ex_drained
         ex_busy, pairs, overlapped = self.ex_busy, self.pairs, self.overlapped
@@ -814,16 +835,20 @@ class Timing:
                 b_lo = bd & row_mask
                 b_hi = b_lo + (bd_cols if (ws and b_t) else bd_rows)
                 b_bank = b_lo // bank_rows
-                v = max(w_sp[b_lo:b_hi])
-                if v > p_ready:
-                    p_ready = v
+                if w_top > p_ready:
+                    v = max(w_sp[b_lo:b_hi])
+                    if v > p_ready:
+                        p_ready = v
             if c != GARBAGE:
                 cm = 1 if c & IS_ACC else 0
                 c_lo = c & row_mask
                 c_hi = c_lo + (c_rows - 1) * c_stride + 1
-                v = max(w[cm][c_lo:c_hi])  # loads (WAW); in the accumulator also store reads (WAR)
-                if v > p_ready:
-                    p_ready = v
+                # loads (WAW); in the accumulator also store reads (WAR)
+                h = c_lo // acc_half
+                if not cm or h != (c_hi - 1) // acc_half or h > 1 or acc_hw[h] > p_ready:
+                    v = max(w[cm][c_lo:c_hi])
+                    if v > p_ready:
+                        p_ready = v
                 if not cm:
                     v = max(r_sp[c_lo:c_hi])
                     if v > p_ready:
@@ -832,10 +857,11 @@ class Timing:
             ready = t_comp
             a_lo = a & row_mask
             a_hi = a_lo + ((a_cols if a_t else a_rows) - 1) * a_stride + 1
-            v = max(w_sp[a_lo:a_hi])
-            if v > ready:
-                ready = v
-            if d != GARBAGE:
+            if w_top > ready:
+                v = max(w_sp[a_lo:a_hi])
+                if v > ready:
+                    ready = v
+            if d != GARBAGE and w_top > ready:
                 d_lo = d & row_mask
                 v = max(w_sp[d_lo : d_lo + d_rows])
                 if v > ready:
@@ -874,10 +900,10 @@ class Timing:
             prev_feed = feed
             # reads done: A (and D) at the end of the feed, B after its preload was fed
             r_sp[a_lo:a_hi] = [end] * (a_hi - a_lo)
-            raise_bound(sp_hw, a_lo, a_hi, end)
+            _raise_bound(sp_hw, sp_half, a_lo, a_hi, end)
             if b_bank >= 0:
                 r_sp[b_lo:b_hi] = [b_read] * (b_hi - b_lo)
-                raise_bound(sp_hw, b_lo, b_hi, b_read)
+                _raise_bound(sp_hw, sp_half, b_lo, b_hi, b_read)
             p_done = end
             if c != GARBAGE:
                 p_done = end + latency
@@ -885,7 +911,9 @@ class Timing:
                     acc_ex[c_lo:c_hi] = [p_done] * (c_hi - c_lo)
                 else:
                     w_sp[c_lo:c_hi] = sp_ex[c_lo:c_hi] = [p_done] * (c_hi - c_lo)
-                    raise_bound(self.ex_hw, c_lo, c_hi, p_done)
+                    _raise_bound(self.ex_hw, sp_half, c_lo, c_hi, p_done)
+                    if p_done > w_top:
+                        w_top = p_done
             busy_add(start, p_done)
             if p_done > ex_drained:
                 ex_drained = p_done
@@ -898,6 +926,7 @@ class Timing:
         self.prev_start, self.prev_feed, self.prev_a_bank = prev, prev_feed, prev_a_bank
         self.ex_free, self.ex_drained = ex_free, ex_drained
         self.ex_busy, self.pairs, self.overlapped = ex_busy, pairs, overlapped
+        self.w_top = w_top
         return i
 
     # ------------------------------------------------------------------------------------------
@@ -974,8 +1003,7 @@ class Timing:
         for k in range(row, hi):  # a store's read completes no earlier than an older reader's
             if rt[k] < done:
                 rt[k] = done
-        if not m:
-            self._raise_sp_bound(self.sp_hw, row, hi, done)
+        _raise_bound(self.acc_hw if m else self.sp_hw, self.acc_half if m else self.sp_half, row, hi, done)
         if m:  # stores complete in order, so this store's read is the latest of these rows
             self.acc_rd[row:hi] = [done] * (hi - row)
         self.wr_packets += npk
@@ -1129,7 +1157,7 @@ class Timing:
                 a = np.concatenate((a[half:], a[:half]))
             t[:] = a.tolist()
         if rows:
-            self._bound_sp()
+            self._reset_bounds()
         if sp_swap and self.prev_a_bank >= 0 and (hb := self._half_banks()):
             self.prev_a_bank = (self.prev_a_bank + hb) % (2 * hb)
         c = s.counters
