@@ -37,6 +37,7 @@ scoreboard already computes; it never changes a time.
 from __future__ import annotations
 
 import heapq
+import math
 import struct
 from collections.abc import Callable, Sequence
 from functools import lru_cache
@@ -293,13 +294,15 @@ class Timing:
         # a large block stride, is most of a convolution's prologue; `sp_ex` stays in the past
         # when outputs go to the accumulator); of all of `w[0]` (`w_top`: loads complete in
         # order, and a compute's operands have mostly arrived); per accumulator half, of `w[1]`
-        # (`acc_hw`: store reads of an output tile are rarely pending when it is next written).
+        # (`acc_hw`: store reads of an output tile are rarely pending when it is next written);
+        # of all of `acc_rd` (`rd_top`: stores complete in order).
         self.sp_half = max(1, (sp + 1) // 2)
         self.sp_hw = [0.0, 0.0]
         self.ex_hw = [0.0, 0.0]
         self.w_top = 0.0
         self.acc_half = max(1, (cfg.acc_rows + 1) // 2)
         self.acc_hw = [0.0, 0.0]
+        self.rd_top = 0.0
         self.acc_ex = [0.0] * cfg.acc_rows
         self.acc_rd = [0.0] * cfg.acc_rows
         self.sp_ex = [0.0] * sp
@@ -559,8 +562,9 @@ class Timing:
         their times (a steady period has none pending: the marks compare the queues)."""
         budget = 4 * sum(self.cap) + 16
         by_mem: tuple[list[list[float]], list[list[float]]] = ([], [])  # each memory's tables, in order
-        for mem, t in self._tables():
-            by_mem[mem].append(t)
+        for (mem, t), top in zip(self._tables(), self._table_bounds(), strict=True):
+            if top >= lo:  # (else no row of it is pending)
+                by_mem[mem].append(t)
         entries, rows_of = lr.entries, self._rows_of()
         moves: list[tuple[int, list[float], int, list[float]]] = []
         for i in range(max(first, upto - budget), upto):
@@ -580,6 +584,8 @@ class Timing:
             x = max(vals)
             if t is self.w[0]:
                 self.w_top = max(self.w_top, x)
+            elif t is self.acc_rd:
+                self.rd_top = max(self.rd_top, x)
             elif t is self.w[1]:
                 _raise_bound(self.acc_hw, self.acc_half, a2, a2 + len(vals), x)
             elif t is self.r[0] or t is self.sp_ex:
@@ -595,6 +601,23 @@ class Timing:
             a = _array(t)
             hw[:] = [float(a[:half].max(initial=0.0)), float(a[half:].max(initial=0.0))]
         self.w_top = float(_array(self.w[0]).max(initial=0.0))
+        self.rd_top = float(_array(self.acc_rd).max(initial=0.0))
+
+    def _table_bounds(self) -> tuple[float, ...]:
+        """An upper bound of the times in each of `_tables()` (inf: none kept; a per-half
+        bound holds for a table no longer than its two halves)."""
+
+        def halves(hw: list[float], half: int, t: list[float]) -> float:
+            return max(hw) if len(t) <= 2 * half else math.inf
+
+        return (
+            self.w_top,
+            halves(self.sp_hw, self.sp_half, self.r[0]),
+            halves(self.ex_hw, self.sp_half, self.sp_ex),
+            halves(self.acc_hw, self.acc_half, self.w[1]),
+            math.inf,
+            self.rd_top,
+        )
 
     def _rows_of(self) -> Callable[[str, tuple[int, ...]], list[tuple[int, int, int]]]:
         """(memory, first row, end row) ranges a command may touch (a superset is harmless: a
@@ -694,7 +717,9 @@ class Timing:
         # `entries_ld.map { e => e.valid && !e.bits.issued }`), which the in-order load engine
         # already gives; address ranges only order it after older ex and st entries.
         if m:
-            v = max(self.acc_rd[row:hi])  # WAR: stores still reading these accumulator rows
+            v = self.rd_top
+            if v > ready:
+                v = max(self.acc_rd[row:hi])  # WAR: stores still reading these accumulator rows
             r = max(self.acc_ex[row:hi])  # WAW/WAR on rows an older preload still writes
         else:
             half = self.sp_half
@@ -1006,6 +1031,8 @@ class Timing:
         _raise_bound(self.acc_hw if m else self.sp_hw, self.acc_half if m else self.sp_half, row, hi, done)
         if m:  # stores complete in order, so this store's read is the latest of these rows
             self.acc_rd[row:hi] = [done] * (hi - row)
+            if done > self.rd_top:
+                self.rd_top = done
         self.wr_packets += npk
         self.wr_bytes += len(addrs) * nbytes
         heapq.heappush(self.rs[ST], done)
@@ -1068,8 +1095,8 @@ class Timing:
             live = sorted(x - now for x in heap if x > now)
             rel += live + [-1.0] * (self.cap[q] + 1 - len(live))
         parts = [np.asarray(rel, dtype=np.float64)]
-        for m, t in self._tables():
-            if t is self.sp_ex and max(self.ex_hw) <= now - 2 and len(t) <= 2 * self.sp_half:  # (all clamped)
+        for (m, t), top in zip(self._tables(), self._table_bounds(), strict=True):
+            if top <= now - 2:  # (all clamped: no conversion)
                 parts.append(np.full(len(t), -1.0))
                 continue
             a = _array(t) - now
