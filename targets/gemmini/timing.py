@@ -110,11 +110,12 @@ def dma_packets(offset: int, nbytes: int, max_packet: int, beat_bytes: int) -> t
 
 @lru_cache(maxsize=4096)
 def read_plan(
-    offset: int, nrows: int, nbytes: int, stride: int, max_packet: int, beat_bytes: int
-) -> tuple[tuple[tuple[int, int], ...], int]:
+    offset: int, nrows: int, nbytes: int, stride: int, max_packet: int, beat_bytes: int, cyc_per_beat: float
+) -> tuple[tuple[tuple[int, float], ...], int]:
     """The read requests of `nrows` DRAM rows of `nbytes` bytes, `stride` bytes apart, the first
     starting `offset` bytes into a max_packet block: (request start relative to the first row,
-    beats) of each request in issue order (`dma_packets` per row), and the bytes they fetch.
+    cycles its beats hold the channel) of each request in issue order (`dma_packets` per row),
+    and the bytes they fetch.
 
     What a load's requests are depends only on these, so the DMA loop of `Timing._read_rows`
     replays a plan built once per shape. A request's DRAM row (page) is that of its start,
@@ -125,7 +126,7 @@ def read_plan(
     for r in range(nrows):
         a = offset + r * stride
         for off, size, _useful in dma_packets(a % max_packet, nbytes, max_packet, beat_bytes):
-            out.append((r * stride + off, -(-size // beat_bytes)))
+            out.append((r * stride + off, -(-size // beat_bytes) * cyc_per_beat))
             fetched += size
     return tuple(out), fetched
 
@@ -257,6 +258,7 @@ class Timing:
         self.rd_chan = 0.0
         self.rd_ring = [0.0] * preset.max_rd_inflight  # return times, circular
         self.rd_k = 0
+        self.rd_next = [*range(1, preset.max_rd_inflight), 0]  # the ring's next slot after each
         # execute engine
         self.ex_free = 0.0
         self.ex_drained = 0.0
@@ -576,8 +578,12 @@ class Timing:
                     k = min(b - a, len(t) - a, len(t) - a2)  # (a superset span may pass the table's end)
                     src = t[a : a + k]
                     if src and max(src) >= lo:
-                        dst = t[a2 : a2 + k]
-                        vals = [v + dt if v >= lo else d for v, d in zip(src, dst, strict=True)]
+                        vals = t[a2 : a2 + k]  # pending rows move, the others keep the destination's
+                        if k > 64:  # (a wide superset span: find its few pending rows in numpy)
+                            for j in np.flatnonzero(_array(src) >= lo).tolist():
+                                vals[j] = src[j] + dt
+                        else:
+                            vals = [v + dt if v >= lo else d for v, d in zip(src, vals, strict=True)]
                         moves.append((m, t, a2, vals))
         for _m, t, a2, vals in moves:
             t[a2 : a2 + len(vals)] = vals
@@ -671,12 +677,12 @@ class Timing:
         p = self.p
         lat = p.rd_latency
         page_shift = self.row_shift
-        ring, maxq, k = self.rd_ring, p.max_rd_inflight, self.rd_k
+        ring, nxt, k = self.rd_ring, self.rd_next, self.rd_k
         chan = self.rd_chan
         last_page = self.row_last
-        plan, fetched = read_plan(addr % p.max_packet, nrows, nbytes, stride, p.max_packet, p.beat_bytes)
         cyc_per_beat = p.beat_bytes / p.rd_bytes_per_cycle
-        for off, beats in plan:
+        plan, fetched = read_plan(addr % p.max_packet, nrows, nbytes, stride, p.max_packet, p.beat_bytes, cyc_per_beat)
+        for off, occ in plan:
             free = ring[k]
             if free > t:
                 t = free
@@ -685,9 +691,9 @@ class Timing:
                 t += self._row_miss(page)
                 last_page = page
             arrive = t + lat
-            chan = (arrive if arrive > chan else chan) + beats * cyc_per_beat
+            chan = (arrive if arrive > chan else chan) + occ
             ring[k] = chan
-            k = k + 1 if k + 1 < maxq else 0
+            k = nxt[k]
             t += 1
         self.rd_chan, self.rd_k = chan, k
         self.rd_packets += len(plan)
