@@ -394,11 +394,16 @@ def _loop_ws(
     b_pos: list[int] = []
     last_ex = [[0] * I for _ in range(J)]  # at k = K-1: index of the compute of tile (i, j)
     starts: list[int] = []  # first entry of each k step (for alike_segments)
+    irs = [rows_of(i, I, pad_i) for i in range(I)]  # (per-tile values hoisted out of the k/j/i loop)
     for k in range(K):
         starts.append(len(out))
         kr = rows_of(k, K, pad_k)
+        c_flags = acc_addr(0, accumulate=bool(ex_acc) or k > 0)
+        a_rows = [a_start + ((k * I + i) if a_t else (i * K + k)) * dim for i in range(I)]
         for j in range(J):
             jc = rows_of(j, J, pad_j)
+            b_row = b_start + ((j * K + k) if b_t else (k * J + j)) * dim
+            last_j = last_ex[j]
             for i in range(I):
                 gate = d_last
                 if has_a:
@@ -406,21 +411,21 @@ def _loop_ws(
                     while len(a_pos) <= need:
                         a_pos.append(len(out))
                         out.append(("mvin", a_loads[len(a_pos) - 1], GEN_LD, -1, R_A))
-                    gate = max(gate, a_pos[need])
+                    if a_pos[need] > gate:
+                        gate = a_pos[need]
                 if has_b:
                     need = b_cover[k][j]
                     while len(b_pos) <= need:
                         b_pos.append(len(out))
                         out.append(("mvin2", b_loads[len(b_pos) - 1], GEN_LD, -1, R_B))
-                    gate = max(gate, b_pos[need])
-                a_row = a_start + ((k * I + i) if a_t else (i * K + k)) * dim
-                b_row = b_start + ((j * K + k) if b_t else (k * J + j)) * dim
-                c = acc_addr(acc_base + (i * J + j) * dim, accumulate=bool(ex_acc) or k > 0)
-                ir = rows_of(i, I, pad_i)
+                    if b_pos[need] > gate:
+                        gate = b_pos[need]
+                c = c_flags | (acc_base + (i * J + j) * dim)
+                ir = irs[i]
                 out.append(("preload", (b_row if i == 0 else GARBAGE, c, jc, kr, jc, ir), GEN_EX, gate, 0))
-                last_ex[j][i] = len(out)
+                last_j[i] = len(out)
                 op = "compute_preloaded" if i == 0 else "compute_accumulated"
-                out.append((op, (a_row, GARBAGE, kr, ir, dim, dim), GEN_EX, gate, 0))
+                out.append((op, (a_rows[i], GARBAGE, kr, ir, dim, dim), GEN_EX, gate, 0))
     starts.append(len(out))
     # C: j outer (blocks), i inner; a store waits until execute has passed its last tile.
     if has_c:

@@ -525,31 +525,33 @@ class Timing:
         generators that issue the group (nothing they issue next starts earlier). The
         per-row tables are left out: pending rows are written by commands still in the
         reservation station, whose completions are the queue contents compared here."""
-        floor = self.loop_floor
-        now = min(max(self.gen_prev[g], floor) for g in gens)
-        rel = [getattr(self, n) - now for n in self._ENGINE_SCALARS]
-        rel += [self.gen_prev[g] - now for g in gens]
-        rel.append(lr.top - now)
-        rel += [x - now for x in self.rd_ring[self.rd_k :] + self.rd_ring[: self.rd_k]]
-        rel += [x - now for x in self.wr_ring[self.wr_k :] + self.wr_ring[: self.wr_k]]
+        gen_prev, floor = self.gen_prev, self.loop_floor
+        now = min(gen_prev[g] if gen_prev[g] > floor else floor for g in gens)
+        # the times, made relative in one numpy subtraction (the same differences); a queue's
+        # unused entries are -inf, which the clamp to -1 below turns into exactly -1
+        raw = [getattr(self, n) for n in self._ENGINE_SCALARS]
+        raw += [gen_prev[g] for g in gens]
+        raw.append(lr.top)
+        raw += self.rd_ring[self.rd_k :] + self.rd_ring[: self.rd_k]
+        raw += self.wr_ring[self.wr_k :] + self.wr_ring[: self.wr_k]
         for q, heap in enumerate(self.rs):
-            live = sorted(x - now for x in heap if x > now)
-            rel += live + [-1.0] * (self.cap[q] + 1 - len(live))
-        state = np.maximum(np.asarray(rel, dtype=np.float64), -1.0)
+            live = sorted(x for x in heap if x > now)
+            raw += live + [-math.inf] * (self.cap[q] + 1 - len(live))
+        state = np.maximum(np.array(raw, dtype=np.float64) - now, -1.0)
         counters = np.array([float(getattr(self, n)) for n in self._COUNTERS])
         # An engine the group does not use must be idle: its pending work (the tail of an
         # earlier phase, e.g. loads still streaming in under the execute stream) is not part of
         # the period and would be wrongly extended by a skip.
-        idle = all(t <= now for g, times in self._engine_times().items() if g not in gens for t in times)
+        idle = all(max(self._engine_times(g)) <= now for g in (GEN_LD, GEN_EX, GEN_ST) if g not in gens)
         return Mark(now, state, counters, (), self._key() if idle else object())
 
-    def _engine_times(self) -> dict[int, list[float]]:
-        """Per FSM generator, the times its engine (and queue) is busy until."""
-        return {
-            GEN_LD: [self.ld_free, self.ld_last_done, self.rd_chan, *self.rd_ring, *self.rs[LD]],
-            GEN_EX: [self.ex_free, self.ex_drained, *self.rs[EX]],
-            GEN_ST: [self.st_done, self.wr_chan, self.wr_last_ack, *self.wr_ring, *self.rs[ST]],
-        }
+    def _engine_times(self, gen: int) -> list[float]:
+        """The times a FSM generator's engine (and queue) is busy until."""
+        if gen == GEN_LD:
+            return [self.ld_free, self.ld_last_done, self.rd_chan, *self.rd_ring, *self.rs[LD]]
+        if gen == GEN_EX:
+            return [self.ex_free, self.ex_drained, *self.rs[EX]]
+        return [self.st_done, self.wr_chan, self.wr_last_ack, *self.wr_ring, *self.rs[ST]]
 
     def _translate_recent(self, lr: _LoopRun, first: int, upto: int, n: int, dt: float, lo: float) -> None:
         """After a skip of the `n` entries from `upto` on (whole periods of the run that starts at
