@@ -599,17 +599,18 @@ class Timing:
             elif t is self.r[0] or t is self.sp_ex:
                 _raise_bound(self.sp_hw if t is self.r[0] else self.ex_hw, self.sp_half, a2, a2 + len(vals), x)
 
-    def _reset_bounds(self) -> None:
-        """Recompute the tables' bounds from the tables (after a shift of whole tables)."""
-        for hw, half, t in (
-            (self.sp_hw, self.sp_half, self.r[0]),
-            (self.ex_hw, self.sp_half, self.sp_ex),
-            (self.acc_hw, self.acc_half, self.w[1]),
+    def _reset_bounds(self, arrays: list[np.ndarray]) -> None:
+        """Recompute the tables' bounds after a shift of whole tables, from their new contents
+        (`arrays`, in `_tables()` order)."""
+        w0, r0, ex, w1, _acc_ex, rd = arrays
+        for hw, half, a in (
+            (self.sp_hw, self.sp_half, r0),
+            (self.ex_hw, self.sp_half, ex),
+            (self.acc_hw, self.acc_half, w1),
         ):
-            a = _array(t)
             hw[:] = [float(a[:half].max(initial=0.0)), float(a[half:].max(initial=0.0))]
-        self.w_top = float(_array(self.w[0]).max(initial=0.0))
-        self.rd_top = float(_array(self.acc_rd).max(initial=0.0))
+        self.w_top = float(w0.max(initial=0.0))
+        self.rd_top = float(rd.max(initial=0.0))
 
     def _table_bounds(self) -> tuple[float, ...]:
         """An upper bound of the times in each of `_tables()` (inf: none kept; a per-half
@@ -1111,7 +1112,8 @@ class Timing:
             half = len(a) // 2
             rot = (acc_half if m else sp_half) * half
             parts.append(np.concatenate((a[rot:], a[:rot])) if rot else a)
-        state = np.maximum(np.concatenate(parts), -1.0)
+        state = np.concatenate(parts)
+        np.maximum(state, -1.0, out=state)
         counters = np.array([float(getattr(self, n)) for n in self._COUNTERS])
         return Mark(now, state, counters, tuple(self.loop_count), self._key(sp_half))
 
@@ -1184,6 +1186,7 @@ class Timing:
                 self.slot_free[k] = v + dt
         for heap in self.rs:  # a monotone shift of the larger entries keeps the heap order
             heap[:] = _moved(heap, lo, dt)
+        arrays = []
         for m, t in self._tables() if rows else ():
             a = _array(t)
             a = np.where(a >= lo, a + dt, a)
@@ -1191,8 +1194,9 @@ class Timing:
                 half = len(a) // 2
                 a = np.concatenate((a[half:], a[:half]))
             t[:] = a.tolist()
+            arrays.append(a)
         if rows:
-            self._reset_bounds()
+            self._reset_bounds(arrays)
         if sp_swap and self.prev_a_bank >= 0 and (hb := self._half_banks()):
             self.prev_a_bank = (self.prev_a_bank + hb) % (2 * hb)
         c = s.counters
