@@ -570,20 +570,28 @@ class Timing:
             if top >= lo:  # (else no row of it is pending)
                 by_mem[mem].append(t)
         entries, rows_of = lr.entries, self._rows_of()
-        moves: list[tuple[int, list[float], int, list[float]]] = []
+        spans: list[tuple[int, int, int, int]] = []  # (memory, rows, destination) per command span
         for i in range(max(first, upto - budget), upto):
             (op, args, *_), (op2, args2, *_) = entries[i], entries[i + n]
             for (m, a, b), (m2, a2, b2) in zip(rows_of(op, args), rows_of(op2, args2), strict=True):
                 if m != m2 or b - a != b2 - a2:  # (alike groups have the same spans; be safe)
-                    a2, b2 = a, b
+                    a2 = a
+                spans.append((m, a, b, a2))
+        # A span repeated (an output tile accumulated over several k steps) computes the same
+        # moves from the same tables each time, and the last one applied wins: only the last
+        # occurrence of each is needed.
+        last = {span: j for j, span in enumerate(spans)}
+        moves: list[tuple[int, list[float], int, list[float]]] = []
+        for j, (m, a, b, a2) in enumerate(spans):
+            if last[(m, a, b, a2)] == j:
                 for t in by_mem[m]:
                     k = min(b - a, len(t) - a, len(t) - a2)  # (a superset span may pass the table's end)
                     src = t[a : a + k]
                     if src and max(src) >= lo:
                         vals = t[a2 : a2 + k]  # pending rows move, the others keep the destination's
                         if k > 64:  # (a wide superset span: find its few pending rows in numpy)
-                            for j in np.flatnonzero(_array(src) >= lo).tolist():
-                                vals[j] = src[j] + dt
+                            for r in np.flatnonzero(_array(src) >= lo).tolist():
+                                vals[r] = src[r] + dt
                         else:
                             vals = [v + dt if v >= lo else d for v, d in zip(src, vals, strict=True)]
                         moves.append((m, t, a2, vals))
