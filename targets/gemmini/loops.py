@@ -630,6 +630,7 @@ def _loop_conv(
     # (row addresses summed a loop level at a time: the bulk of a template's entries)
     starts: list[int] = []  # first entry of each (och, krow, kcol, kch) step (for alike_segments)
     c_flags = acc_addr(0, accumulate=True)
+    ocol_rows = [(ocol, min(dim, ocols - ocol)) for ocol in range(0, ocols, dim)]  # (pixels per row block)
     for och in range(0, pochs, dim):
         jc = min(dim, pochs - och)
         c_och = acc_base + (och // dim) * batches * orows * ocols
@@ -646,8 +647,7 @@ def _loop_conv(
                         for orow in range(orows):
                             c_orow = c_och + b * orows * ocols + orow * ocols
                             a_irow = a_kch + b * dirows * dicols + ((orow * stride + krow) >> ds) * dicols
-                            for ocol in range(0, ocols, dim):
-                                ir = min(dim, ocols - ocol)
+                            for ocol, ir in ocol_rows:
                                 a_row = a_irow + ((ocol * stride + kcol) >> ds)
                                 pre = (b_row if new_weights else GARBAGE, c_flags | (c_orow + ocol), jc, kk, jc, ir)
                                 op = "compute_preloaded" if new_weights else "compute_accumulated"

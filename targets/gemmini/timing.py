@@ -1042,10 +1042,15 @@ class Timing:
         self.st_done = done
         self.busy_st.add(ready, ack if ack > done else done)
         rt = self.r[m]
-        for k in range(row, hi):  # a store's read completes no earlier than an older reader's
-            if rt[k] < done:
-                rt[k] = done
-        _raise_bound(self.acc_hw if m else self.sp_hw, self.acc_half if m else self.sp_half, row, hi, done)
+        hw, half = (self.acc_hw, self.acc_half) if m else (self.sp_hw, self.sp_half)
+        h = row // half
+        if h < 2 and (hi - 1) // half == h and hw[h] <= done and hi <= len(rt):
+            rt[row:hi] = [done] * (hi - row)  # (no older reader of the half ends later)
+        else:
+            for k in range(row, hi):  # a store's read completes no earlier than an older reader's
+                if rt[k] < done:
+                    rt[k] = done
+        _raise_bound(hw, half, row, hi, done)
         if m:  # stores complete in order, so this store's read is the latest of these rows
             self.acc_rd[row:hi] = [done] * (hi - row)
             if done > self.rd_top:
