@@ -942,7 +942,12 @@ class Timing:
             prev_feed = feed
             # reads done: A (and D) at the end of the feed, B after its preload was fed
             r_sp[a_lo:a_hi] = [end] * (a_hi - a_lo)
-            _raise_bound(sp_hw, sp_half, a_lo, a_hi, end)
+            h = a_lo // sp_half
+            if h == (a_hi - 1) // sp_half and h < 2:  # (`_raise_bound` within one half, inlined)
+                if end > sp_hw[h]:
+                    sp_hw[h] = end
+            else:
+                _raise_bound(sp_hw, sp_half, a_lo, a_hi, end)
             if b_bank >= 0:
                 r_sp[b_lo:b_hi] = [b_read] * (b_hi - b_lo)
                 _raise_bound(sp_hw, sp_half, b_lo, b_hi, b_read)
