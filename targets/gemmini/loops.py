@@ -140,8 +140,8 @@ def _block_layout(entries: tuple[Entry, ...]) -> _Layout | None:
     return layout
 
 
-_MOVES = frozenset(("mvin", "mvin2", "mvin3", "mvout"))
-_EXECS = frozenset(("preload", "compute_preloaded", "compute_accumulated"))
+MOVES = frozenset(("mvin", "mvin2", "mvin3", "mvout"))  # the DMA commands
+EXECUTES = frozenset(("preload", "compute_preloaded", "compute_accumulated"))  # the array's commands
 
 
 def _timing_shape(e: Entry, row_mask: int) -> tuple:
@@ -149,7 +149,7 @@ def _timing_shape(e: Entry, row_mask: int) -> tuple:
     generator and relocation, the DRAM offset's alignment and zero-ness, a local address's
     flag bits (or GARBAGE), and every other operand, flat (the op fixes the layout)."""
     op, args, gen, _gate, reloc = e
-    if op in _EXECS:  # (the bulk of every expansion: spelt out, six operands)
+    if op in EXECUTES:  # (the bulk of every expansion: spelt out, six operands)
         a, b, c2, c3, c4, c5 = args
         return (
             op,
@@ -162,7 +162,7 @@ def _timing_shape(e: Entry, row_mask: int) -> tuple:
             c4,
             c5,
         )
-    if op in _MOVES:
+    if op in MOVES:
         return (op, gen, reloc, args[0] % 64, args[0] == 0 and not reloc, args[1] & ~row_mask, *args[2:])
     return (op, gen, reloc, *args)
 

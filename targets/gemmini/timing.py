@@ -46,7 +46,7 @@ from heapq import heappop, heappush
 import numpy as np
 from zomboss.targets.gemmini.config import GemminiConfig
 from zomboss.targets.gemmini.isa import EX, GARBAGE, IS_ACC, LD, READ_FULL, ST, queues
-from zomboss.targets.gemmini.loops import CPU, GEN_EX, GEN_LD, GEN_ST, Entry
+from zomboss.targets.gemmini.loops import CPU, EXECUTES, GEN_EX, GEN_LD, GEN_ST, Entry
 from zomboss.targets.gemmini.presets import Preset
 
 from zomboss import steady
@@ -132,7 +132,6 @@ def read_plan(
 
 
 _COMPUTES = frozenset(("compute_preloaded", "compute_accumulated"))
-_EXECS = frozenset(("preload", *_COMPUTES))
 _LOAD_SID = {"mvin": 0, "mvin2": 1, "mvin3": 2}  # a load's mover (its config_ld state)
 
 
@@ -646,7 +645,7 @@ class Timing:
 
         def rows_of(op: str, args: tuple[int, ...]) -> list[tuple[int, int, int]]:
             out = []
-            if op in _EXECS:
+            if op in EXECUTES:
                 n = max(args[2:6]) * scale + 1
                 for x in (args[0], args[1]):
                     if x != GARBAGE:
