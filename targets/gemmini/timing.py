@@ -606,18 +606,24 @@ class Timing:
             elif t is self.r[0] or t is self.sp_ex:
                 _raise_bound(self.sp_hw if t is self.r[0] else self.ex_hw, self.sp_half, a2, a2 + len(vals), x)
 
-    def _reset_bounds(self, arrays: list[np.ndarray]) -> None:
+    def _reset_bounds(self, arrays: list[np.ndarray | None], sp_swap: bool, acc_swap: bool) -> None:
         """Recompute the tables' bounds after a shift of whole tables, from their new contents
-        (`arrays`, in `_tables()` order)."""
+        (`arrays`, in `_tables()` order; None: a table nothing moved in, whose bound stands,
+        its halves traded with the table's)."""
         w0, r0, ex, w1, _acc_ex, rd = arrays
-        for hw, half, a in (
-            (self.sp_hw, self.sp_half, r0),
-            (self.ex_hw, self.sp_half, ex),
-            (self.acc_hw, self.acc_half, w1),
+        for hw, half, a, t, swap in (
+            (self.sp_hw, self.sp_half, r0, self.r[0], sp_swap),
+            (self.ex_hw, self.sp_half, ex, self.sp_ex, sp_swap),
+            (self.acc_hw, self.acc_half, w1, self.w[1], acc_swap),
         ):
-            hw[:] = [float(a[:half].max(initial=0.0)), float(a[half:].max(initial=0.0))]
-        self.w_top = float(w0.max(initial=0.0))
-        self.rd_top = float(rd.max(initial=0.0))
+            if a is not None:
+                hw[:] = [float(a[:half].max(initial=0.0)), float(a[half:].max(initial=0.0))]
+            elif swap:  # (halves of unequal length: both bounded by the larger)
+                hw[:] = hw[::-1] if len(t) == 2 * half else [max(hw)] * 2
+        if w0 is not None:
+            self.w_top = float(w0.max(initial=0.0))
+        if rd is not None:
+            self.rd_top = float(rd.max(initial=0.0))
 
     def _table_bounds(self) -> tuple[float, ...]:
         """An upper bound of the times in each of `_tables()` (inf: none kept; a per-half
@@ -1203,17 +1209,24 @@ class Timing:
                 self.slot_free[k] = v + dt
         for heap in self.rs:  # a monotone shift of the larger entries keeps the heap order
             heap[:] = _moved(heap, lo, dt)
-        arrays = []
-        for m, t in self._tables() if rows else ():
+        arrays: list[np.ndarray | None] = []
+        for (m, t), top in zip(self._tables(), self._table_bounds(), strict=True) if rows else ():
+            swap = acc_swap if m else sp_swap
+            if top < lo:  # (nothing pending: the table at most trades halves, as lists)
+                if swap:
+                    half = len(t) // 2
+                    t[:] = t[half:] + t[:half]
+                arrays.append(None)
+                continue
             a = _array(t)
             a = np.where(a >= lo, a + dt, a)
-            if acc_swap if m else sp_swap:
+            if swap:
                 half = len(a) // 2
                 a = np.concatenate((a[half:], a[:half]))
             t[:] = a.tolist()
             arrays.append(a)
         if rows:
-            self._reset_bounds(arrays)
+            self._reset_bounds(arrays, sp_swap, acc_swap)
         if sp_swap and self.prev_a_bank >= 0 and (hb := self._half_banks()):
             self.prev_a_bank = (self.prev_a_bank + hb) % (2 * hb)
         c = s.counters
