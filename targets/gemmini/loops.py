@@ -22,7 +22,7 @@ of every loop, carry no DRAM address at all and are shared between loops.
 from __future__ import annotations
 
 import functools
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -52,6 +52,11 @@ class Template:
 
     entries: tuple[Entry, ...]
     segments: tuple[Segment, ...] = ()
+    counts: Mapping[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # the commands per mnemonic, counted once per template rather than once per loop
+        object.__setattr__(self, "counts", Counter(e[0] for e in self.entries))
 
 
 @dataclass(frozen=True)
@@ -60,11 +65,12 @@ class Expansion:
 
     entries: tuple[Entry, ...]
     bases: tuple[int, int, int, int]  # loop_ws: A, B, D, C; loop_conv_ws: input, weights, bias, output
+    counts: Mapping[str, int]  # commands per mnemonic (the template's)
     segments: tuple[Segment, ...] = ()
 
     @classmethod
     def of(cls, t: Template, bases: tuple[int, int, int, int]) -> Expansion:
-        return cls(t.entries, bases, t.segments)
+        return cls(t.entries, bases, t.counts, t.segments)
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -134,18 +140,31 @@ def _block_layout(entries: tuple[Entry, ...]) -> _Layout | None:
     return layout
 
 
+MOVES = frozenset(("mvin", "mvin2", "mvin3", "mvout"))  # the DMA commands
+EXECUTES = frozenset(("preload", "compute_preloaded", "compute_accumulated"))  # the array's commands
+
+
 def _timing_shape(e: Entry, row_mask: int) -> tuple:
     """What the timing model sees of an entry besides its addresses and its gate: the op,
     generator and relocation, the DRAM offset's alignment and zero-ness, a local address's
-    flag bits (or GARBAGE), and every other operand."""
+    flag bits (or GARBAGE), and every other operand, flat (the op fixes the layout)."""
     op, args, gen, _gate, reloc = e
-    if op in ("mvin", "mvin2", "mvin3", "mvout"):
-        shape = (args[0] % 64, args[0] == 0 and not reloc, args[1] & ~row_mask, *args[2:])
-    elif op in ("preload", "compute_preloaded", "compute_accumulated"):
-        shape = (*(a if a == GARBAGE else a & ~row_mask for a in args[:2]), *args[2:])
-    else:
-        shape = args
-    return (op, gen, reloc, shape)
+    if op in EXECUTES:  # (the bulk of every expansion: spelt out, six operands)
+        a, b, c2, c3, c4, c5 = args
+        return (
+            op,
+            gen,
+            reloc,
+            a if a == GARBAGE else a & ~row_mask,
+            b if b == GARBAGE else b & ~row_mask,
+            c2,
+            c3,
+            c4,
+            c5,
+        )
+    if op in MOVES:
+        return (op, gen, reloc, args[0] % 64, args[0] == 0 and not reloc, args[1] & ~row_mask, *args[2:])
+    return (op, gen, reloc, *args)
 
 
 def _gates(gates: np.ndarray, start: int) -> np.ndarray:
@@ -375,11 +394,16 @@ def _loop_ws(
     b_pos: list[int] = []
     last_ex = [[0] * I for _ in range(J)]  # at k = K-1: index of the compute of tile (i, j)
     starts: list[int] = []  # first entry of each k step (for alike_segments)
+    irs = [rows_of(i, I, pad_i) for i in range(I)]  # (per-tile values hoisted out of the k/j/i loop)
     for k in range(K):
         starts.append(len(out))
         kr = rows_of(k, K, pad_k)
+        c_flags = acc_addr(0, accumulate=bool(ex_acc) or k > 0)
+        a_rows = [a_start + ((k * I + i) if a_t else (i * K + k)) * dim for i in range(I)]
         for j in range(J):
             jc = rows_of(j, J, pad_j)
+            b_row = b_start + ((j * K + k) if b_t else (k * J + j)) * dim
+            last_j = last_ex[j]
             for i in range(I):
                 gate = d_last
                 if has_a:
@@ -387,21 +411,21 @@ def _loop_ws(
                     while len(a_pos) <= need:
                         a_pos.append(len(out))
                         out.append(("mvin", a_loads[len(a_pos) - 1], GEN_LD, -1, R_A))
-                    gate = max(gate, a_pos[need])
+                    if a_pos[need] > gate:
+                        gate = a_pos[need]
                 if has_b:
                     need = b_cover[k][j]
                     while len(b_pos) <= need:
                         b_pos.append(len(out))
                         out.append(("mvin2", b_loads[len(b_pos) - 1], GEN_LD, -1, R_B))
-                    gate = max(gate, b_pos[need])
-                a_row = a_start + ((k * I + i) if a_t else (i * K + k)) * dim
-                b_row = b_start + ((j * K + k) if b_t else (k * J + j)) * dim
-                c = acc_addr(acc_base + (i * J + j) * dim, accumulate=bool(ex_acc) or k > 0)
-                ir = rows_of(i, I, pad_i)
+                    if b_pos[need] > gate:
+                        gate = b_pos[need]
+                c = c_flags | (acc_base + (i * J + j) * dim)
+                ir = irs[i]
                 out.append(("preload", (b_row if i == 0 else GARBAGE, c, jc, kr, jc, ir), GEN_EX, gate, 0))
-                last_ex[j][i] = len(out)
+                last_j[i] = len(out)
                 op = "compute_preloaded" if i == 0 else "compute_accumulated"
-                out.append((op, (a_row, GARBAGE, kr, ir, dim, dim), GEN_EX, gate, 0))
+                out.append((op, (a_rows[i], GARBAGE, kr, ir, dim, dim), GEN_EX, gate, 0))
     starts.append(len(out))
     # C: j outer (blocks), i inner; a store waits until execute has passed its last tile.
     if has_c:
@@ -603,50 +627,29 @@ def _loop_conv(
                         out.append(("mvin2", (off, row, cols, rows), GEN_LD, -1, R_W))
     last_load = len(out) - 1
     # 4. execute: och / krow / kcol (pixels at a time) / kch, then b / orow / ocol.
+    # (row addresses summed a loop level at a time: the bulk of a template's entries)
     starts: list[int] = []  # first entry of each (och, krow, kcol, kch) step (for alike_segments)
+    c_flags = acc_addr(0, accumulate=True)
+    ocol_rows = [(ocol, min(dim, ocols - ocol)) for ocol in range(0, ocols, dim)]  # (pixels per row block)
     for och in range(0, pochs, dim):
         jc = min(dim, pochs - och)
+        c_och = acc_base + (och // dim) * batches * orows * ocols
         for krow in range(krows):
             for kcol in range(0, kcols, pixels_max):
                 pixels = min(pixels_max, kcols - kcol)
                 for kch in range(0, kchs, dim):
                     starts.append(len(out))
                     kk = pixels * min(dim, kchs - kch)
+                    b_row = b_start + (och // dim) * krows * kcols * kchs + krow * kcols * kchs + kcol * kchs + kch
+                    a_kch = a_start + (kch // dim) * batches * dirows * dicols
                     new_weights = True
                     for b in range(batches):
                         for orow in range(orows):
-                            for ocol in range(0, ocols, dim):
-                                ir = min(dim, ocols - ocol)
-                                irow, icol = orow * stride + krow, ocol * stride + kcol
-                                c_row = (
-                                    acc_base
-                                    + (och // dim) * batches * orows * ocols
-                                    + b * orows * ocols
-                                    + orow * ocols
-                                    + ocol
-                                )
-                                a_row = (
-                                    a_start
-                                    + (kch // dim) * batches * dirows * dicols
-                                    + b * dirows * dicols
-                                    + (irow >> ds) * dicols
-                                    + (icol >> ds)
-                                )
-                                b_row = (
-                                    b_start
-                                    + (och // dim) * krows * kcols * kchs
-                                    + krow * kcols * kchs
-                                    + kcol * kchs
-                                    + kch
-                                )
-                                pre = (
-                                    b_row if new_weights else GARBAGE,
-                                    acc_addr(c_row, accumulate=True),
-                                    jc,
-                                    kk,
-                                    jc,
-                                    ir,
-                                )
+                            c_orow = c_och + b * orows * ocols + orow * ocols
+                            a_irow = a_kch + b * dirows * dicols + ((orow * stride + krow) >> ds) * dicols
+                            for ocol, ir in ocol_rows:
+                                a_row = a_irow + ((ocol * stride + kcol) >> ds)
+                                pre = (b_row if new_weights else GARBAGE, c_flags | (c_orow + ocol), jc, kk, jc, ir)
                                 op = "compute_preloaded" if new_weights else "compute_accumulated"
                                 out.append(("preload", pre, GEN_EX, last_load, 0))
                                 out.append((op, (a_row, GARBAGE, kk, ir, jc, ir), GEN_EX, last_load, 0))

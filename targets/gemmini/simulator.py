@@ -114,8 +114,7 @@ class _Run:
     def loop(self, fsm: int, t_run: float, exp: Expansion, line: int) -> None:
         """Run the commands of one hardware loop."""
         tm, machine, checker, counts = self.tm, self.machine, self.checker, self.counts
-        for e in exp.entries:
-            counts[e[0]] += 1
+        counts.update(exp.counts)
         if checker is not None and (blk := exp.block(line)) is not None and checker.block(blk):
             checker = None  # every command checked (and legal) at once; else one by one below
         if machine is None and checker is None:

@@ -37,12 +37,16 @@ scoreboard already computes; it never changes a time.
 from __future__ import annotations
 
 import heapq
+import math
+import struct
+from collections.abc import Callable, Sequence
 from functools import lru_cache
+from heapq import heappop, heappush
 
 import numpy as np
 from zomboss.targets.gemmini.config import GemminiConfig
 from zomboss.targets.gemmini.isa import EX, GARBAGE, IS_ACC, LD, READ_FULL, ST, queues
-from zomboss.targets.gemmini.loops import CPU, GEN_EX, GEN_LD, GEN_ST
+from zomboss.targets.gemmini.loops import CPU, EXECUTES, GEN_EX, GEN_LD, GEN_ST, Entry
 from zomboss.targets.gemmini.presets import Preset
 
 from zomboss import steady
@@ -104,7 +108,31 @@ def dma_packets(offset: int, nbytes: int, max_packet: int, beat_bytes: int) -> t
     return tuple(out)
 
 
+@lru_cache(maxsize=4096)
+def read_plan(
+    offset: int, nrows: int, nbytes: int, stride: int, max_packet: int, beat_bytes: int, cyc_per_beat: float
+) -> tuple[tuple[tuple[int, float], ...], int]:
+    """The read requests of `nrows` DRAM rows of `nbytes` bytes, `stride` bytes apart, the first
+    starting `offset` bytes into a max_packet block: (request start relative to the first row,
+    cycles its beats hold the channel) of each request in issue order (`dma_packets` per row),
+    and the bytes they fetch.
+
+    What a load's requests are depends only on these, so the DMA loop of `Timing._read_rows`
+    replays a plan built once per shape. A request's DRAM row (page) is that of its start,
+    which lies in the page of the useful bytes it begins with (requests are aligned to their
+    power-of-two size, which divides the page size)."""
+    out = []
+    fetched = 0
+    for r in range(nrows):
+        a = offset + r * stride
+        for off, size, _useful in dma_packets(a % max_packet, nbytes, max_packet, beat_bytes):
+            out.append((r * stride + off, -(-size // beat_bytes) * cyc_per_beat))
+            fetched += size
+    return tuple(out), fetched
+
+
 _COMPUTES = frozenset(("compute_preloaded", "compute_accumulated"))
+_LOAD_SID = {"mvin": 0, "mvin2": 1, "mvin3": 2}  # a load's mover (its config_ld state)
 
 
 class _Busy:
@@ -160,6 +188,23 @@ def _length(ivs: list[list[float]], end: float) -> float:
     return total
 
 
+def _array(xs: list[float]) -> np.ndarray:
+    """A per-row table as a float64 array: packed as C doubles, which is several times faster
+    than numpy's element-by-element conversion of a long list (the same values)."""
+    return np.frombuffer(struct.pack(f"{len(xs)}d", *xs), dtype=np.float64)
+
+
+def _raise_bound(hw: list[float], half: int, lo: int, hi: int, x: float) -> None:
+    """Keep a per-half bound `hw` above a time x just written to rows [lo, hi) (rows past
+    both halves are not bounded: a scan whose range reaches them does not use `hw`)."""
+    h = lo // half
+    if h < 2 and x > hw[h]:
+        hw[h] = x
+    h2 = min((hi - 1) // half, 1)
+    if h2 > h and x > hw[h2]:
+        hw[h2] = x
+
+
 def _moved(xs: list[float], lo: float, dt: float) -> list[float]:
     """`xs` with every time from `lo` on moved by dt (earlier ones cannot delay anything)."""
     return [x + dt if x >= lo else x for x in xs]
@@ -212,6 +257,7 @@ class Timing:
         self.rd_chan = 0.0
         self.rd_ring = [0.0] * preset.max_rd_inflight  # return times, circular
         self.rd_k = 0
+        self.rd_next = [*range(1, preset.max_rd_inflight), 0]  # the ring's next slot after each
         # execute engine
         self.ex_free = 0.0
         self.ex_drained = 0.0
@@ -243,11 +289,21 @@ class Timing:
         sp, acc = cfg.sp_rows, [0.0] * cfg.acc_rows
         self.w = ([0.0] * sp, acc)
         self.r = ([0.0] * sp, acc)
-        # An upper bound, per scratchpad half, of every time in `r[0]` and `sp_ex`: a load whose
-        # wide range (blocks at a large block stride) lies in a half bounded below its start
-        # need not scan the rows (`_mvin`), which is most of a convolution's prologue.
+        # Upper bounds of the tables' times, so that a command need not scan rows bounded below
+        # what it compares them with (only speed depends on them): per scratchpad half, of
+        # `r[0]` (`sp_hw`) and of `sp_ex` (`ex_hw`), which a load scans (a wide range, blocks at
+        # a large block stride, is most of a convolution's prologue; `sp_ex` stays in the past
+        # when outputs go to the accumulator); of all of `w[0]` (`w_top`: loads complete in
+        # order, and a compute's operands have mostly arrived); per accumulator half, of `w[1]`
+        # (`acc_hw`: store reads of an output tile are rarely pending when it is next written);
+        # of all of `acc_rd` (`rd_top`: stores complete in order).
         self.sp_half = max(1, (sp + 1) // 2)
         self.sp_hw = [0.0, 0.0]
+        self.ex_hw = [0.0, 0.0]
+        self.w_top = 0.0
+        self.acc_half = max(1, (cfg.acc_rows + 1) // 2)
+        self.acc_hw = [0.0, 0.0]
+        self.rd_top = 0.0
         self.acc_ex = [0.0] * cfg.acc_rows
         self.acc_rd = [0.0] * cfg.acc_rows
         self.sp_ex = [0.0] * sp
@@ -402,7 +458,6 @@ class Timing:
         floor = self.loop_floor
         top = lr.top
         heappop = heapq.heappop
-        ex_heap, ex_cap = rs[EX], cap[EX]
         queue = self.queue
         while i < n:
             op, args, gen, gate, reloc = entries[i]
@@ -411,33 +466,10 @@ class Timing:
                 t = floor
             if gate >= 0 and issued[gate] > t:
                 t = issued[gate]
-            if op == "preload":  # the compute after it (the expansion always pairs them)
-                c_args = entries[i + 1][1]
-                heap = ex_heap
-                while heap and heap[0] <= t:
-                    heappop(heap)
-                while len(heap) >= ex_cap:
-                    t2 = heappop(heap)
-                    if t2 > t:
-                        t = t2
-                    while heap and heap[0] <= t:
-                        heappop(heap)
-                t_c = t + 1
-                while heap and heap[0] <= t_c:
-                    heappop(heap)
-                while len(heap) >= ex_cap - 1:  # the preload holds one entry already
-                    t2 = heappop(heap)
-                    if t2 > t_c:
-                        t_c = t2
-                    while heap and heap[0] <= t_c:
-                        heappop(heap)
-                gen_prev[gen] = t_c
-                if t_c > top:
-                    top = t_c
-                self._pair(args, c_args, t, t_c)
-                push(t)
-                push(t_c)
-                i += 2
+            if op == "preload":  # with the compute after it (the expansion always pairs them)
+                lr.top = top
+                i = self._pairs(entries, i, n, lr)
+                top = lr.top
                 continue
             if reloc:
                 args = (args[0] + base[reloc], *args[1:])
@@ -492,31 +524,33 @@ class Timing:
         generators that issue the group (nothing they issue next starts earlier). The
         per-row tables are left out: pending rows are written by commands still in the
         reservation station, whose completions are the queue contents compared here."""
-        floor = self.loop_floor
-        now = min(max(self.gen_prev[g], floor) for g in gens)
-        rel = [getattr(self, n) - now for n in self._ENGINE_SCALARS]
-        rel += [self.gen_prev[g] - now for g in gens]
-        rel.append(lr.top - now)
-        rel += [x - now for x in self.rd_ring[self.rd_k :] + self.rd_ring[: self.rd_k]]
-        rel += [x - now for x in self.wr_ring[self.wr_k :] + self.wr_ring[: self.wr_k]]
+        gen_prev, floor = self.gen_prev, self.loop_floor
+        now = min(gen_prev[g] if gen_prev[g] > floor else floor for g in gens)
+        # the times, made relative in one numpy subtraction (the same differences); a queue's
+        # unused entries are -inf, which the clamp to -1 below turns into exactly -1
+        raw = [getattr(self, n) for n in self._ENGINE_SCALARS]
+        raw += [gen_prev[g] for g in gens]
+        raw.append(lr.top)
+        raw += self.rd_ring[self.rd_k :] + self.rd_ring[: self.rd_k]
+        raw += self.wr_ring[self.wr_k :] + self.wr_ring[: self.wr_k]
         for q, heap in enumerate(self.rs):
-            live = sorted(x - now for x in heap if x > now)
-            rel += live + [-1.0] * (self.cap[q] + 1 - len(live))
-        state = np.maximum(np.asarray(rel, dtype=np.float64), -1.0)
+            live = sorted(x for x in heap if x > now)
+            raw += live + [-math.inf] * (self.cap[q] + 1 - len(live))
+        state = np.maximum(np.array(raw, dtype=np.float64) - now, -1.0)
         counters = np.array([float(getattr(self, n)) for n in self._COUNTERS])
         # An engine the group does not use must be idle: its pending work (the tail of an
         # earlier phase, e.g. loads still streaming in under the execute stream) is not part of
         # the period and would be wrongly extended by a skip.
-        idle = all(t <= now for g, times in self._engine_times().items() if g not in gens for t in times)
+        idle = all(max(self._engine_times(g)) <= now for g in (GEN_LD, GEN_EX, GEN_ST) if g not in gens)
         return Mark(now, state, counters, (), self._key() if idle else object())
 
-    def _engine_times(self) -> dict[int, list[float]]:
-        """Per FSM generator, the times its engine (and queue) is busy until."""
-        return {
-            GEN_LD: [self.ld_free, self.ld_last_done, self.rd_chan, *self.rd_ring, *self.rs[LD]],
-            GEN_EX: [self.ex_free, self.ex_drained, *self.rs[EX]],
-            GEN_ST: [self.st_done, self.wr_chan, self.wr_last_ack, *self.wr_ring, *self.rs[ST]],
-        }
+    def _engine_times(self, gen: int) -> list[float]:
+        """The times a FSM generator's engine (and queue) is busy until."""
+        if gen == GEN_LD:
+            return [self.ld_free, self.ld_last_done, self.rd_chan, *self.rd_ring, *self.rs[LD]]
+        if gen == GEN_EX:
+            return [self.ex_free, self.ex_drained, *self.rs[EX]]
+        return [self.st_done, self.wr_chan, self.wr_last_ack, *self.wr_ring, *self.rs[ST]]
 
     def _translate_recent(self, lr: _LoopRun, first: int, upto: int, n: int, dt: float, lo: float) -> None:
         """After a skip of the `n` entries from `upto` on (whole periods of the run that starts at
@@ -530,63 +564,110 @@ class Timing:
         and there are at most the queues' capacities of them; commands before the run keep
         their times (a steady period has none pending: the marks compare the queues)."""
         budget = 4 * sum(self.cap) + 16
-        tables = self._tables()
-        moves: list[tuple[int, list[float], int, list[float]]] = []
+        by_mem: tuple[list[list[float]], list[list[float]]] = ([], [])  # each memory's tables, in order
+        for (mem, t), top in zip(self._tables(), self._table_bounds(), strict=True):
+            if top >= lo:  # (else no row of it is pending)
+                by_mem[mem].append(t)
+        entries, rows_of = lr.entries, self._rows_of()
+        spans: list[tuple[int, int, int, int]] = []  # (memory, rows, destination) per command span
         for i in range(max(first, upto - budget), upto):
-            (op, args, *_), (op2, args2, *_) = lr.entries[i], lr.entries[i + n]
-            for (m, a, b), (m2, a2, b2) in zip(self._rows_of(op, args), self._rows_of(op2, args2), strict=True):
+            (op, args, *_), (op2, args2, *_) = entries[i], entries[i + n]
+            for (m, a, b), (m2, a2, b2) in zip(rows_of(op, args), rows_of(op2, args2), strict=True):
                 if m != m2 or b - a != b2 - a2:  # (alike groups have the same spans; be safe)
-                    a2, b2 = a, b
-                for mem, t in tables:
-                    if mem != m:
-                        continue
+                    a2 = a
+                spans.append((m, a, b, a2))
+        # A span repeated (an output tile accumulated over several k steps) computes the same
+        # moves from the same tables each time, and the last one applied wins: only the last
+        # occurrence of each is needed.
+        last = {span: j for j, span in enumerate(spans)}
+        moves: list[tuple[int, list[float], int, list[float]]] = []
+        for j, (m, a, b, a2) in enumerate(spans):
+            if last[(m, a, b, a2)] == j:
+                for t in by_mem[m]:
                     k = min(b - a, len(t) - a, len(t) - a2)  # (a superset span may pass the table's end)
                     src = t[a : a + k]
                     if src and max(src) >= lo:
-                        dst = t[a2 : a2 + k]
-                        vals = [v + dt if v >= lo else d for v, d in zip(src, dst, strict=True)]
+                        vals = t[a2 : a2 + k]  # pending rows move, the others keep the destination's
+                        if k > 64:  # (a wide superset span: find its few pending rows in numpy)
+                            for r in np.flatnonzero(_array(src) >= lo).tolist():
+                                vals[r] = src[r] + dt
+                        else:
+                            vals = [v + dt if v >= lo else d for v, d in zip(src, vals, strict=True)]
                         moves.append((m, t, a2, vals))
-        for m, t, a2, vals in moves:
+        for _m, t, a2, vals in moves:
             t[a2 : a2 + len(vals)] = vals
-            if not m:  # (any scratchpad table: the bound only needs to stay above)
-                self._raise_sp_bound(a2, a2 + len(vals), max(vals))
+            x = max(vals)
+            if t is self.w[0]:
+                self.w_top = max(self.w_top, x)
+            elif t is self.acc_rd:
+                self.rd_top = max(self.rd_top, x)
+            elif t is self.w[1]:
+                _raise_bound(self.acc_hw, self.acc_half, a2, a2 + len(vals), x)
+            elif t is self.r[0] or t is self.sp_ex:
+                _raise_bound(self.sp_hw if t is self.r[0] else self.ex_hw, self.sp_half, a2, a2 + len(vals), x)
 
-    def _raise_sp_bound(self, lo: int, hi: int, x: float) -> None:
-        """Keep `sp_hw` above a time x just written to scratchpad rows [lo, hi)."""
-        hw, half = self.sp_hw, self.sp_half
-        h = lo // half
-        if x > hw[h]:
-            hw[h] = x
-        h = (hi - 1) // half
-        if h != lo // half and h < 2 and x > hw[h]:
-            hw[h] = x
+    def _reset_bounds(self, arrays: list[np.ndarray | None], sp_swap: bool, acc_swap: bool) -> None:
+        """Recompute the tables' bounds after a shift of whole tables, from their new contents
+        (`arrays`, in `_tables()` order; None: a table nothing moved in, whose bound stands,
+        its halves traded with the table's)."""
+        w0, r0, ex, w1, _acc_ex, rd = arrays
+        for hw, half, a, t, swap in (
+            (self.sp_hw, self.sp_half, r0, self.r[0], sp_swap),
+            (self.ex_hw, self.sp_half, ex, self.sp_ex, sp_swap),
+            (self.acc_hw, self.acc_half, w1, self.w[1], acc_swap),
+        ):
+            if a is not None:
+                hw[:] = [float(a[:half].max(initial=0.0)), float(a[half:].max(initial=0.0))]
+            elif swap:  # (halves of unequal length: both bounded by the larger)
+                hw[:] = hw[::-1] if len(t) == 2 * half else [max(hw)] * 2
+        if w0 is not None:
+            self.w_top = float(w0.max(initial=0.0))
+        if rd is not None:
+            self.rd_top = float(rd.max(initial=0.0))
 
-    def _bound_sp(self) -> None:
-        """Recompute `sp_hw` from the tables (after writes the hot paths do not track)."""
-        half = self.sp_half
-        both = np.maximum(np.asarray(self.r[0], dtype=np.float64), np.asarray(self.sp_ex, dtype=np.float64))
-        self.sp_hw = [float(both[:half].max(initial=0.0)), float(both[half:].max(initial=0.0))]
+    def _table_bounds(self) -> tuple[float, ...]:
+        """An upper bound of the times in each of `_tables()` (inf: none kept; a per-half
+        bound holds for a table no longer than its two halves)."""
 
-    def _rows_of(self, op: str, args: tuple[int, ...]) -> list[tuple[int, int, int]]:
+        def halves(hw: list[float], half: int, t: list[float]) -> float:
+            return max(hw) if len(t) <= 2 * half else math.inf
+
+        return (
+            self.w_top,
+            halves(self.sp_hw, self.sp_half, self.r[0]),
+            halves(self.ex_hw, self.sp_half, self.sp_ex),
+            halves(self.acc_hw, self.acc_half, self.w[1]),
+            math.inf,
+            self.rd_top,
+        )
+
+    def _rows_of(self) -> Callable[[str, tuple[int, ...]], list[tuple[int, int, int]]]:
         """(memory, first row, end row) ranges a command may touch (a superset is harmless: a
-        row that is not pending stays in the past however far it moves)."""
-        mask, dim = self.row_mask, self.dim
-        out = []
-        if op in ("mvin", "mvin2", "mvin3", "mvout"):
-            local, cols, rows = args[1], args[2], args[3]
-            lo = local & mask
-            blocks = -(-cols // dim)
-            stride = dim if op == "mvout" else self.ld_bstride[("mvin", "mvin2", "mvin3").index(op)]
-            span = (blocks - 1) * stride + max(rows, 1)
-            if op == "mvout":
-                span = max(span, self.st_pool[1] * self.st_pool[2])
-            out.append((1 if local & IS_ACC else 0, lo, lo + span))
-        elif op in ("preload", "compute_preloaded", "compute_accumulated"):
-            n = max(args[2:6]) * max(self.a_stride, self.c_stride, 1) + 1
-            for addr in args[:2]:
-                if addr != GARBAGE:
-                    out.append((1 if addr & IS_ACC else 0, addr & mask, (addr & mask) + n))
-        return out
+        row that is not pending stays in the past however far it moves), as a function of the
+        command under the current configuration (bound once per `_translate_recent`)."""
+        mask, dim, bstride = self.row_mask, self.dim, tuple(self.ld_bstride)
+        scale = max(self.a_stride, self.c_stride, 1)
+        pool = self.st_pool[1] * self.st_pool[2]  # (a pooled store reads the whole tile)
+
+        def rows_of(op: str, args: tuple[int, ...]) -> list[tuple[int, int, int]]:
+            out = []
+            if op in EXECUTES:
+                n = max(args[2:6]) * scale + 1
+                for x in (args[0], args[1]):
+                    if x != GARBAGE:
+                        out.append((1 if x & IS_ACC else 0, x & mask, (x & mask) + n))
+                return out
+            sid = _LOAD_SID.get(op, -1)
+            if sid >= 0 or op == "mvout":
+                local, cols, rows = args[1], args[2], args[3]
+                lo = local & mask
+                span = (-(-cols // dim) - 1) * (bstride[sid] if sid >= 0 else dim) + max(rows, 1)
+                if sid < 0 and pool > span:
+                    span = pool
+                out.append((1 if local & IS_ACC else 0, lo, lo + span))
+            return out
+
+        return rows_of
 
     # ------------------------------------------------------------------------------------------
     # DMA helpers
@@ -610,55 +691,28 @@ class Timing:
         requests: a request may issue once the one max_rd_inflight before it has returned.
         """
         p = self.p
-        mp, beat, lat = p.max_packet, p.beat_bytes, p.rd_latency
-        cyc_per_beat = beat / p.rd_bytes_per_cycle
+        lat = p.rd_latency
         page_shift = self.row_shift
-        ring, maxq, k = self.rd_ring, p.max_rd_inflight, self.rd_k
+        ring, nxt, k = self.rd_ring, self.rd_next, self.rd_k
         chan = self.rd_chan
         last_page = self.row_last
-        if stride % mp == 0:
-            pk = dma_packets(addr % mp, nbytes, mp, beat)
-            if len(pk) == 1:  # the common case: one request per row
-                occ = -(-pk[0][1] // beat) * cyc_per_beat
-                for r in range(nrows):
-                    free = ring[k]
-                    if free > t:
-                        t = free
-                    page = (addr + r * stride) >> page_shift
-                    if page != last_page:
-                        t += self._row_miss(page)
-                        last_page = page
-                    arrive = t + lat
-                    chan = (arrive if arrive > chan else chan) + occ
-                    ring[k] = chan
-                    k = k + 1 if k + 1 < maxq else 0
-                    t += 1
-                self.rd_chan, self.rd_k = chan, k
-                self.rd_packets += nrows
-                self.rd_bytes += nrows * nbytes
-                self.rd_fetched += nrows * pk[0][1]
-                return t, chan
-        npk = fetched = 0
-        for r in range(nrows):
-            a = addr + r * stride
-            pk = dma_packets(a % mp, nbytes, mp, beat)
-            for off, size, _useful in pk:
-                free = ring[k]
-                if free > t:
-                    t = free
-                page = (a + off) >> page_shift
-                if page != last_page:
-                    t += self._row_miss(page)
-                    last_page = page
-                arrive = t + lat
-                chan = (arrive if arrive > chan else chan) + -(-size // beat) * cyc_per_beat
-                ring[k] = chan
-                k = k + 1 if k + 1 < maxq else 0
-                t += 1
-                fetched += size
-            npk += len(pk)
+        cyc_per_beat = p.beat_bytes / p.rd_bytes_per_cycle
+        plan, fetched = read_plan(addr % p.max_packet, nrows, nbytes, stride, p.max_packet, p.beat_bytes, cyc_per_beat)
+        for off, occ in plan:
+            free = ring[k]
+            if free > t:
+                t = free
+            page = (addr + off) >> page_shift
+            if page != last_page:
+                t += self._row_miss(page)
+                last_page = page
+            arrive = t + lat
+            chan = (arrive if arrive > chan else chan) + occ
+            ring[k] = chan
+            k = nxt[k]
+            t += 1
         self.rd_chan, self.rd_k = chan, k
-        self.rd_packets += npk
+        self.rd_packets += len(plan)
         self.rd_bytes += nrows * nbytes
         self.rd_fetched += fetched
         return t, chan
@@ -685,17 +739,22 @@ class Timing:
         # `entries_ld.map { e => e.valid && !e.bits.issued }`), which the in-order load engine
         # already gives; address ranges only order it after older ex and st entries.
         if m:
-            v = max(self.acc_rd[row:hi])  # WAR: stores still reading these accumulator rows
+            v = self.rd_top
+            if v > ready:
+                v = max(self.acc_rd[row:hi])  # WAR: stores still reading these accumulator rows
             r = max(self.acc_ex[row:hi])  # WAW/WAR on rows an older preload still writes
         else:
-            half, hw = self.sp_half, self.sp_hw
+            half = self.sp_half
             h0 = row // half
-            bound = hw[h0] if (hi - 1) // half == h0 else max(hw)  # (a range across both halves)
-            if bound > ready:
+            one = (hi - 1) // half == h0  # (else a range across both halves)
+            hw = self.sp_hw
+            v = hw[h0] if one else max(hw)
+            if v > ready:
                 v = max(self.r[0][row:hi])  # WAR: the array or a store still reads these rows
+            hw = self.ex_hw
+            r = hw[h0] if one else max(hw)
+            if r > ready:
                 r = max(self.sp_ex[row:hi])  # WAW: an older preload still writes its output here
-            else:
-                v = r = bound
         if r > v:
             v = r
         if v > ready:
@@ -716,6 +775,10 @@ class Timing:
         self.ld_last_done = done
         self.busy_ld.add(ready, done)
         self.w[m][row:hi] = [done] * (hi - row)
+        if m:
+            _raise_bound(self.acc_hw, self.acc_half, row, hi, done)
+        elif done > self.w_top:
+            self.w_top = done
         heapq.heappush(self.rs[LD], done)
 
     # ------------------------------------------------------------------------------------------
@@ -746,105 +809,177 @@ class Timing:
         self.pend = None
         if pend is None:  # (the rules refuse this; time it as if preceded by a GARBAGE preload)
             pend = ((GARBAGE, GARBAGE, 1, 1, 1, 1), t)
-        self._pair(pend[0], args, pend[1], t)
+        self._pairs((("preload", pend[0], GEN_EX, -1, 0), ("compute", args, GEN_EX, -1, 0)), 0, 2, None, pend[1], t)
 
-    def _pair(self, pre: tuple[int, ...], comp: tuple[int, ...], t_pre: float, t_comp: float) -> None:
-        """Time a preload (issued at t_pre) and its compute (issued at t_comp)."""
-        bd, c, bd_cols, bd_rows, _c_cols, c_rows = pre
-        a, d, a_cols, a_rows, _d_cols, d_rows = comp
-        dim, row_mask = self.dim, self.row_mask
+    def _pairs(
+        self,
+        entries: Sequence[Entry],
+        i: int,
+        n: int,
+        lr: _LoopRun | None,
+        t_pre: float = 0.0,
+        t_comp: float = 0.0,
+    ) -> int:
+        """Time the preload/compute pairs from entries[i] on; returns the index after them.
+
+        In a loop (`lr`) every consecutive pair up to the first other command (or n) is timed,
+        each issued as its generator, gate and the execute queue allow (`_entries`' rules);
+        a CPU-issued pair (no `lr`) was issued at t_pre and t_comp. The execute engine's state
+        is kept in locals across the pairs (the bulk of every loop) and stored at the end."""
+        dim, row_mask, bank_rows = self.dim, self.row_mask, self.bank_rows
         w = self.w
-        w_sp = w[0]
-        # preload: RAW on B, WAW (loads, e.g. the bias) and WAR (stores) on C
-        p_ready = t_pre
-        b_bank = -1
-        if bd != GARBAGE:
-            b_lo = bd & row_mask
-            b_hi = b_lo + (bd_cols if (self.ws and self.b_t) else bd_rows)
-            b_bank = b_lo // self.bank_rows
-            v = max(w_sp[b_lo:b_hi])
-            if v > p_ready:
-                p_ready = v
-        if c != GARBAGE:
-            cm = 1 if c & IS_ACC else 0
-            c_lo = c & row_mask
-            c_hi = c_lo + (c_rows - 1) * self.c_stride + 1
-            v = max(w[cm][c_lo:c_hi])  # loads (WAW); in the accumulator also store reads (WAR)
-            if v > p_ready:
-                p_ready = v
-            if not cm:
-                v = max(self.r[0][c_lo:c_hi])
-                if v > p_ready:
-                    p_ready = v
-        # compute: RAW on A (and D)
-        ready = t_comp
-        a_lo = a & row_mask
-        a_hi = a_lo + ((a_cols if self.a_t else a_rows) - 1) * self.a_stride + 1
-        v = max(w_sp[a_lo:a_hi])
-        if v > ready:
-            ready = v
-        if d != GARBAGE:
-            d_lo = d & row_mask
-            v = max(w_sp[d_lo : d_lo + d_rows])
-            if v > ready:
-                ready = v
-        plain_ws = self.ws and not self.a_t and not self.b_t
-        prev = self.prev_start
-        ex_free = self.ex_free
-        if prev >= 0 and p_ready <= prev and ready <= prev:
-            # overlapped: this preload was fed into the array alongside the previous compute
-            self.overlapped += 1
-            window = self.prev_feed
-            if (b_bank >= 0 or not plain_ws) and window < dim:  # real weights need all DIM rows
-                window = dim
-            if b_bank >= 0 and b_bank == self.prev_a_bank:  # A and B rows from one bank: 2 cycles/row
-                window *= 2
-            if prev + window > ex_free:
-                self.ex_busy += prev + window - ex_free
-                self.busy_ex.add(ex_free, prev + window)
-                ex_free = prev + window
-            start = ex_free
-            if ready > start:
-                start = ready
-            if p_ready > start:
-                start = p_ready
-            b_read = prev + dim
-        else:
-            p_start = ex_free if ex_free > p_ready else p_ready  # a standalone preload feeds DIM rows first
-            self.ex_busy += dim
-            b_read = p_start + dim
-            self.busy_ex.add(p_start, b_read)
-            start = b_read if b_read > ready else ready
-        feed = (a_rows if a_rows > 4 else 4) if plain_ws else dim
-        end = start + feed
-        self.ex_busy += feed
-        self.pairs += 1
-        self.ex_free = end
-        self.prev_start = start
-        self.prev_a_bank = a_lo // self.bank_rows
-        self.prev_feed = feed
-        # reads done: A (and D) at the end of the feed, B after its preload was fed
-        r_sp = self.r[0]
-        r_sp[a_lo:a_hi] = [end] * (a_hi - a_lo)
-        raise_bound = self._raise_sp_bound
-        raise_bound(a_lo, a_hi, end)
-        if b_bank >= 0:
-            r_sp[b_lo:b_hi] = [b_read] * (b_hi - b_lo)
-            raise_bound(b_lo, b_hi, b_read)
+        w_sp, r_sp = w[0], self.r[0]
+        ws, a_t, b_t, a_stride, c_stride = self.ws, self.a_t, self.b_t, self.a_stride, self.c_stride
+        plain_ws = ws and not a_t and not b_t
+        acc_ex, sp_ex, latency = self.acc_ex, self.sp_ex, self.p.array_latency
         heap = self.rs[EX]
-        p_done = end
-        if c != GARBAGE:
-            p_done = end + self.p.array_latency
-            if cm:
-                self.acc_ex[c_lo:c_hi] = [p_done] * (c_hi - c_lo)
+        sp_hw, sp_half, w_top, acc_hw, acc_half = self.sp_hw, self.sp_half, self.w_top, self.acc_hw, self.acc_half
+        busy_add = self.busy_ex.add
+        prev, prev_feed, prev_a_bank = self.prev_start, self.prev_feed, self.prev_a_bank
+        ex_free, ex_drained = self.ex_free, self.ex_drained
+        ex_busy, pairs, overlapped = self.ex_busy, self.pairs, self.overlapped
+        if lr is not None:
+            issued, gen_prev, floor, top, ex_cap = lr.issued, self.gen_prev, self.loop_floor, lr.top, self.cap[EX]
+        while i < n:
+            op, pre, gen, gate, _reloc = entries[i]
+            if lr is not None:  # allocation: `_entries`, with the compute's after the preload's
+                if op != "preload":
+                    break
+                t_pre = gen_prev[gen] + 1
+                if t_pre < floor:
+                    t_pre = floor
+                if gate >= 0 and issued[gate] > t_pre:
+                    t_pre = issued[gate]
+                while heap and heap[0] <= t_pre:
+                    heappop(heap)
+                while len(heap) >= ex_cap:
+                    t2 = heappop(heap)
+                    if t2 > t_pre:
+                        t_pre = t2
+                    while heap and heap[0] <= t_pre:
+                        heappop(heap)
+                t_comp = t_pre + 1
+                while heap and heap[0] <= t_comp:
+                    heappop(heap)
+                while len(heap) >= ex_cap - 1:  # the preload holds one entry already
+                    t2 = heappop(heap)
+                    if t2 > t_comp:
+                        t_comp = t2
+                    while heap and heap[0] <= t_comp:
+                        heappop(heap)
+                gen_prev[gen] = t_comp
+                if t_comp > top:
+                    top = t_comp
+                issued.append(t_pre)
+                issued.append(t_comp)
+            bd, c, bd_cols, bd_rows, _c_cols, c_rows = pre
+            a, d, a_cols, a_rows, _d_cols, d_rows = entries[i + 1][1]
+            i += 2
+            # preload: RAW on B, WAW (loads, e.g. the bias) and WAR (stores) on C
+            p_ready = t_pre
+            b_bank = -1
+            if bd != GARBAGE:
+                b_lo = bd & row_mask
+                b_hi = b_lo + (bd_cols if (ws and b_t) else bd_rows)
+                b_bank = b_lo // bank_rows
+                if w_top > p_ready:
+                    v = max(w_sp[b_lo:b_hi])
+                    if v > p_ready:
+                        p_ready = v
+            if c != GARBAGE:
+                cm = 1 if c & IS_ACC else 0
+                c_lo = c & row_mask
+                c_hi = c_lo + (c_rows - 1) * c_stride + 1
+                # loads (WAW); in the accumulator also store reads (WAR)
+                h = c_lo // acc_half
+                if not cm or h != (c_hi - 1) // acc_half or h > 1 or acc_hw[h] > p_ready:
+                    v = max(w[cm][c_lo:c_hi])
+                    if v > p_ready:
+                        p_ready = v
+                if not cm:
+                    v = max(r_sp[c_lo:c_hi])
+                    if v > p_ready:
+                        p_ready = v
+            # compute: RAW on A (and D)
+            ready = t_comp
+            a_lo = a & row_mask
+            a_hi = a_lo + ((a_cols if a_t else a_rows) - 1) * a_stride + 1
+            if w_top > ready:
+                v = max(w_sp[a_lo:a_hi])
+                if v > ready:
+                    ready = v
+            if d != GARBAGE and w_top > ready:
+                d_lo = d & row_mask
+                v = max(w_sp[d_lo : d_lo + d_rows])
+                if v > ready:
+                    ready = v
+            if prev >= 0 and p_ready <= prev and ready <= prev:
+                # overlapped: this preload was fed into the array alongside the previous compute
+                overlapped += 1
+                window = prev_feed
+                if (b_bank >= 0 or not plain_ws) and window < dim:  # real weights need all DIM rows
+                    window = dim
+                if b_bank >= 0 and b_bank == prev_a_bank:  # A and B rows from one bank: 2 cycles/row
+                    window *= 2
+                if prev + window > ex_free:
+                    ex_busy += prev + window - ex_free
+                    busy_add(ex_free, prev + window)
+                    ex_free = prev + window
+                start = ex_free
+                if ready > start:
+                    start = ready
+                if p_ready > start:
+                    start = p_ready
+                b_read = prev + dim
             else:
-                w[0][c_lo:c_hi] = self.sp_ex[c_lo:c_hi] = [p_done] * (c_hi - c_lo)
-                raise_bound(c_lo, c_hi, p_done)
-        self.busy_ex.add(start, p_done)
-        if p_done > self.ex_drained:
-            self.ex_drained = p_done
-        heapq.heappush(heap, p_done)
-        heapq.heappush(heap, end)
+                p_start = ex_free if ex_free > p_ready else p_ready  # a standalone preload feeds DIM rows first
+                ex_busy += dim
+                b_read = p_start + dim
+                busy_add(p_start, b_read)
+                start = b_read if b_read > ready else ready
+            feed = (a_rows if a_rows > 4 else 4) if plain_ws else dim
+            end = start + feed
+            ex_busy += feed
+            pairs += 1
+            ex_free = end
+            prev = start
+            prev_a_bank = a_lo // bank_rows
+            prev_feed = feed
+            # reads done: A (and D) at the end of the feed, B after its preload was fed
+            r_sp[a_lo:a_hi] = [end] * (a_hi - a_lo)
+            h = a_lo // sp_half
+            if h == (a_hi - 1) // sp_half and h < 2:  # (`_raise_bound` within one half, inlined)
+                if end > sp_hw[h]:
+                    sp_hw[h] = end
+            else:
+                _raise_bound(sp_hw, sp_half, a_lo, a_hi, end)
+            if b_bank >= 0:
+                r_sp[b_lo:b_hi] = [b_read] * (b_hi - b_lo)
+                _raise_bound(sp_hw, sp_half, b_lo, b_hi, b_read)
+            p_done = end
+            if c != GARBAGE:
+                p_done = end + latency
+                if cm:
+                    acc_ex[c_lo:c_hi] = [p_done] * (c_hi - c_lo)
+                else:
+                    w_sp[c_lo:c_hi] = sp_ex[c_lo:c_hi] = [p_done] * (c_hi - c_lo)
+                    _raise_bound(self.ex_hw, sp_half, c_lo, c_hi, p_done)
+                    if p_done > w_top:
+                        w_top = p_done
+            busy_add(start, p_done)
+            if p_done > ex_drained:
+                ex_drained = p_done
+            heappush(heap, p_done)
+            heappush(heap, end)
+            if lr is None:
+                break
+        if lr is not None:
+            lr.top = top
+        self.prev_start, self.prev_feed, self.prev_a_bank = prev, prev_feed, prev_a_bank
+        self.ex_free, self.ex_drained = ex_free, ex_drained
+        self.ex_busy, self.pairs, self.overlapped = ex_busy, pairs, overlapped
+        self.w_top = w_top
+        return i
 
     # ------------------------------------------------------------------------------------------
     # store queue
@@ -917,13 +1052,19 @@ class Timing:
         self.st_done = done
         self.busy_st.add(ready, ack if ack > done else done)
         rt = self.r[m]
-        for k in range(row, hi):  # a store's read completes no earlier than an older reader's
-            if rt[k] < done:
-                rt[k] = done
-        if not m:
-            self._raise_sp_bound(row, hi, done)
+        hw, half = (self.acc_hw, self.acc_half) if m else (self.sp_hw, self.sp_half)
+        h = row // half
+        if h < 2 and (hi - 1) // half == h and hw[h] <= done and hi <= len(rt):
+            rt[row:hi] = [done] * (hi - row)  # (no older reader of the half ends later)
+        else:
+            for k in range(row, hi):  # a store's read completes no earlier than an older reader's
+                if rt[k] < done:
+                    rt[k] = done
+        _raise_bound(hw, half, row, hi, done)
         if m:  # stores complete in order, so this store's read is the latest of these rows
             self.acc_rd[row:hi] = [done] * (hi - row)
+            if done > self.rd_top:
+                self.rd_top = done
         self.wr_packets += npk
         self.wr_bytes += len(addrs) * nbytes
         heapq.heappush(self.rs[ST], done)
@@ -986,12 +1127,16 @@ class Timing:
             live = sorted(x - now for x in heap if x > now)
             rel += live + [-1.0] * (self.cap[q] + 1 - len(live))
         parts = [np.asarray(rel, dtype=np.float64)]
-        for m, t in self._tables():
-            a = np.asarray(t, dtype=np.float64) - now
+        for (m, t), top in zip(self._tables(), self._table_bounds(), strict=True):
+            if top <= now - 2:  # (all clamped: no conversion)
+                parts.append(np.full(len(t), -1.0))
+                continue
+            a = _array(t) - now
             half = len(a) // 2
             rot = (acc_half if m else sp_half) * half
             parts.append(np.concatenate((a[rot:], a[:rot])) if rot else a)
-        state = np.maximum(np.concatenate(parts), -1.0)
+        state = np.concatenate(parts)
+        np.maximum(state, -1.0, out=state)
         counters = np.array([float(getattr(self, n)) for n in self._COUNTERS])
         return Mark(now, state, counters, tuple(self.loop_count), self._key(sp_half))
 
@@ -1064,15 +1209,24 @@ class Timing:
                 self.slot_free[k] = v + dt
         for heap in self.rs:  # a monotone shift of the larger entries keeps the heap order
             heap[:] = _moved(heap, lo, dt)
-        for m, t in self._tables() if rows else ():
-            a = np.asarray(t, dtype=np.float64)
+        arrays: list[np.ndarray | None] = []
+        for (m, t), top in zip(self._tables(), self._table_bounds(), strict=True) if rows else ():
+            swap = acc_swap if m else sp_swap
+            if top < lo:  # (nothing pending: the table at most trades halves, as lists)
+                if swap:
+                    half = len(t) // 2
+                    t[:] = t[half:] + t[:half]
+                arrays.append(None)
+                continue
+            a = _array(t)
             a = np.where(a >= lo, a + dt, a)
-            if acc_swap if m else sp_swap:
+            if swap:
                 half = len(a) // 2
                 a = np.concatenate((a[half:], a[:half]))
             t[:] = a.tolist()
+            arrays.append(a)
         if rows:
-            self._bound_sp()
+            self._reset_bounds(arrays, sp_swap, acc_swap)
         if sp_swap and self.prev_a_bank >= 0 and (hb := self._half_banks()):
             self.prev_a_bank = (self.prev_a_bank + hb) % (2 * hb)
         c = s.counters
