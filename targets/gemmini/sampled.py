@@ -34,6 +34,7 @@ from zomboss.targets.gemmini.suite import conv_out_dims
 
 from zomboss.inputs import TooLargeToVerify
 from zomboss.mapping import Mapping
+from zomboss.sampling import sample_blocks, sample_json
 
 MAX_SAMPLED_DRAM = 4 << 30  # the DRAM image is mapped lazily; only what the slice reads is written
 MAX_SLICE_INSTRUCTIONS = 20_000_000
@@ -50,25 +51,7 @@ class SampleCheck:
     wrong: tuple[Block, ...]  # sampled blocks that differ from the reference
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "blocks": len(self.blocks),
-            "of": self.of,
-            "instructions": self.instructions,
-            "sampled": [list(b) for b in self.blocks],
-            "wrong": [list(b) for b in self.wrong],
-        }
-
-
-def sample_blocks(shape: tuple[int, ...], n: int, seed: int) -> tuple[Block, ...]:
-    """`n` distinct blocks (at least the first and the last; fewer if the grid is smaller) of a
-    grid of `shape` blocks, the others drawn from the seed, in grid order."""
-    total = int(np.prod(shape))
-    want = min(max(n, 2), total)
-    picks = {0, total - 1}
-    rng = np.random.default_rng((seed, 0x5A3))
-    while len(picks) < want:
-        picks.add(int(rng.integers(total)))
-    return tuple(tuple(int(x) for x in np.unravel_index(p, shape)) for p in sorted(picks))
+        return sample_json(self.blocks, self.of, self.instructions, self.wrong)
 
 
 def verify_sampled(

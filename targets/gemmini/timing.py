@@ -135,6 +135,20 @@ _COMPUTES = frozenset(("compute_preloaded", "compute_accumulated"))
 _LOAD_SID = {"mvin": 0, "mvin2": 1, "mvin3": 2}  # a load's mover (its config_ld state)
 
 
+def _free_entry(heap: list[float], cap: int, t: float) -> float:
+    """Earliest time >= t at which the queue whose entries free at the times in `heap` has fewer
+    than `cap` busy entries; entries freed by then leave the heap."""
+    while heap and heap[0] <= t:
+        heappop(heap)
+    while len(heap) >= cap:
+        t2 = heappop(heap)
+        if t2 > t:
+            t = t2
+        while heap and heap[0] <= t:
+            heappop(heap)
+    return t
+
+
 class _Busy:
     """The union of an engine's busy intervals, merged as they arrive (almost always in start
     order; out-of-order intervals are sorted in once, at the end)."""
@@ -353,17 +367,7 @@ class Timing:
     # ------------------------------------------------------------------------------------------
     def _alloc(self, q: int, t: float, reserve: int) -> float:
         """Earliest time >= t with a free RS entry of queue q (`reserve` entries held back)."""
-        heap = self.rs[q]
-        cap = self.cap[q] - reserve
-        while heap and heap[0] <= t:
-            heapq.heappop(heap)
-        while len(heap) >= cap:
-            t2 = heapq.heappop(heap)
-            if t2 > t:
-                t = t2
-            while heap and heap[0] <= t:
-                heapq.heappop(heap)
-        return t
+        return _free_entry(self.rs[q], self.cap[q] - reserve, t)
 
     def step(self, op: str, args: tuple[int, ...], gen: int = CPU, gate: float = -1.0) -> float:
         """Time one instruction; returns its RS allocation (issue) time."""
@@ -457,7 +461,6 @@ class Timing:
         gen_prev, rs, cap, handlers = self.gen_prev, self.rs, self.cap, self._handlers
         floor = self.loop_floor
         top = lr.top
-        heappop = heapq.heappop
         queue = self.queue
         while i < n:
             op, args, gen, gate, reloc = entries[i]
@@ -475,15 +478,7 @@ class Timing:
                 args = (args[0] + base[reloc], *args[1:])
             q = queue[op]
             heap = rs[q]
-            c = cap[q] - 1 if op in _COMPUTES else cap[q]
-            while heap and heap[0] <= t:
-                heappop(heap)
-            while len(heap) >= c:
-                t2 = heappop(heap)
-                if t2 > t:
-                    t = t2
-                while heap and heap[0] <= t:
-                    heappop(heap)
+            t = _free_entry(heap, cap[q] - 1 if op in _COMPUTES else cap[q], t)
             gen_prev[gen] = t
             if t > top:
                 top = t
@@ -850,23 +845,8 @@ class Timing:
                     t_pre = floor
                 if gate >= 0 and issued[gate] > t_pre:
                     t_pre = issued[gate]
-                while heap and heap[0] <= t_pre:
-                    heappop(heap)
-                while len(heap) >= ex_cap:
-                    t2 = heappop(heap)
-                    if t2 > t_pre:
-                        t_pre = t2
-                    while heap and heap[0] <= t_pre:
-                        heappop(heap)
-                t_comp = t_pre + 1
-                while heap and heap[0] <= t_comp:
-                    heappop(heap)
-                while len(heap) >= ex_cap - 1:  # the preload holds one entry already
-                    t2 = heappop(heap)
-                    if t2 > t_comp:
-                        t_comp = t2
-                    while heap and heap[0] <= t_comp:
-                        heappop(heap)
+                t_pre = _free_entry(heap, ex_cap, t_pre)
+                t_comp = _free_entry(heap, ex_cap - 1, t_pre + 1)  # the preload holds one entry already
                 gen_prev[gen] = t_comp
                 if t_comp > top:
                     top = t_comp

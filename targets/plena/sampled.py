@@ -25,6 +25,7 @@ import numpy as np
 
 from zomboss.errors import WorkloadError
 from zomboss.mapping import Mapping
+from zomboss.sampling import sample_blocks, sample_json
 from zomboss.workload import Workload
 
 from . import hbm as H
@@ -57,11 +58,7 @@ class SampleCheck:
 
     def to_json(self) -> dict[str, object]:
         return {
-            "blocks": len(self.blocks),
-            "of": self.of,
-            "instructions": self.instructions,
-            "sampled": [list(b) for b in self.blocks],
-            "wrong": [list(b) for b in self.wrong],
+            **sample_json(self.blocks, self.of, self.instructions, self.wrong),
             "bit_exact_blocks": self.exact,
             "bit_exact_elements": round(self.exact_elements, 6),
             "max_abs_err": self.max_abs_err,
@@ -71,18 +68,6 @@ class SampleCheck:
             "wall_s": round(self.wall_s, 3),
             **({"untouched": self.untouched} if self.untouched else {}),
         }
-
-
-def sample_blocks(shape: tuple[int, int], n: int, seed: int) -> tuple[Block, ...]:
-    """`n` distinct blocks (at least the first and the last; fewer if the grid is smaller) of a
-    grid of `shape` blocks, the others drawn from the seed, in grid order."""
-    total = shape[0] * shape[1]
-    want = min(max(n, 2), total)
-    picks = {0, total - 1}
-    rng = np.random.default_rng((seed, 0x5A3))
-    while len(picks) < want:
-        picks.add(int(rng.integers(total)))
-    return tuple((p // shape[1], p % shape[1]) for p in sorted(picks))
 
 
 def verify_sampled(cfg: PlenaConfig, mapping: Mapping, wl: Workload, samples: int = 8, seed: int = 0) -> SampleCheck:
@@ -97,7 +82,7 @@ def verify_sampled(cfg: PlenaConfig, mapping: Mapping, wl: Workload, samples: in
     check_shape(wl, geo.mlen, geo.blen, geo.mram_tiles)
     check(cfg.kb, mapping, wl)  # legality first: the plan reads the mapping's knobs
     plan = linear_plan(mapping, wl, geo)
-    blocks = sample_blocks((len(plan.row_blocks), plan.col_blocks), samples, seed)
+    blocks = tuple((r, c) for r, c in sample_blocks((len(plan.row_blocks), plan.col_blocks), samples, seed))
     kernel = lower_slice(cfg.kb, mapping, wl, frozenset(blocks))
     return replace(check_slice(kernel, cfg, wl, plan, blocks, seed), wall_s=time.perf_counter() - t0)
 
