@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +42,7 @@ DTYPES: dict[str, Any] = {
     "u32": np.uint32,
     "uint32": np.uint32,
     "int64": np.int64,
+    "u64": np.uint64,
     "fp32": np.float32,
     **{n: f.storage for n, f in nf.FORMATS.items()},
 }
@@ -110,6 +111,9 @@ def views(kb: KB) -> dict[str, View]:
     for m in kb.memories.values():
         if not m.external and m.type in DTYPES:
             out[m.name] = View(m.name, m.name, 1, m.width or 1, DTYPES[m.type], False, m.rows or 0, 0, m.type)
+    for rd in kb.doc.regfiles:  # a register file: `count` one-value rows
+        r = kb.regfiles[rd.name]
+        out[r.name] = View(r.name, r.name, 1, 1, dtype(r.type, rd.loc), False, r.count, 0, r.type)
     for d in kb.doc.decls:
         f = d.fields
         if d.kind == "tensor":
@@ -359,15 +363,18 @@ class Memories:
     """The machine's data: an array per on-chip memory or tensor (rows x width), a byte
     array per external memory."""
 
-    def __init__(self, kb: KB, external_bytes: Mapping[str, int] | None = None) -> None:
+    def __init__(
+        self, kb: KB, external_bytes: Mapping[str, int] | None = None, only: Collection[str] | None = None
+    ) -> None:
+        """`only`: allocate just these on-chip memories (the registers of a timing-only run)."""
         self.kb = kb
         self.views = views(kb)
         self.arrays: dict[str, np.ndarray] = {}
         for v in self.views.values():
-            if v.name == v.memory and not v.external:
+            if v.name == v.memory and not v.external and (only is None or v.name in only):
                 self.arrays[v.name] = np.zeros((v.count, v.rows * v.cols), dtype=v.dtype)
         for m in kb.memories.values():
-            if m.external:
+            if m.external and only is None:
                 self.arrays[m.name] = np.zeros((external_bytes or {}).get(m.name, 0), dtype=np.uint8)
 
     def flat(self, v: View) -> np.ndarray:
