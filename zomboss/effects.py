@@ -84,6 +84,16 @@ class View:
             return f.narrow(vals)
         return vals.astype(self.dtype)
 
+    def widen(self, raw: np.ndarray) -> np.ndarray:
+        """Values of stored codes (a coded format: E4M3, E8M0); other views read as stored."""
+        f = nf.FORMATS.get(self.fmt)
+        return f.widen(raw) if f is not None and f.widen is not None else raw
+
+    @property
+    def read_only(self) -> bool:
+        f = nf.FORMATS.get(self.fmt)
+        return f is not None and f.widen is not None and f.narrow is None
+
     @property
     def elem_bytes(self) -> int:
         return self.rows * self.cols * np.dtype(self.dtype).itemsize
@@ -293,11 +303,13 @@ OPS: dict[str, Callable[..., Any]] = {
     "mul": np.multiply,
     "min": np.minimum,
     "max": np.maximum,
+    "fmax": np.fmax,  # max that ignores a NaN operand (the first one on a tie of ±0)
     "shr": _shr,
     "mac": _mac,
     "rsum": lambda x: x.sum(axis=-1, keepdims=True),
     "rmax": lambda x: x.max(axis=-1, keepdims=True),
     "pack": lambda *vs: np.concatenate(vs, axis=-1),
+    **nf.FUNCS,
 }
 OPTIONS = {"mac": ("bt",), "cast": ("scale", "shift", "round", "sat", "bits", "fscale", "relu", "fmt")}
 
@@ -398,10 +410,12 @@ class Memories:
         if v.external:
             eb = v.elem_bytes
             raw = self.arrays[v.memory][(idx * v.stride)[:, None] + np.arange(eb)]
-            return raw.view(v.dtype).reshape(len(idx), v.rows, v.cols)
-        return self.flat(v)[idx].reshape(len(idx), v.rows, v.cols)
+            return v.widen(raw.view(v.dtype)).reshape(len(idx), v.rows, v.cols)
+        return v.widen(self.flat(v)[idx]).reshape(len(idx), v.rows, v.cols)
 
     def scatter(self, v: View, idx: np.ndarray, vals: np.ndarray, a: dm.Assign) -> None:
+        if v.read_only:
+            raise EffectError(f"{v.name} holds {v.fmt} codes, which effects read but do not write", a.loc)
         self._check(v, idx, a, "writes")
         if v.external:
             eb = v.elem_bytes
@@ -540,7 +554,8 @@ def _assign(mem: Memories, a: dm.Assign, cols: Mapping[str, Any], total: int) ->
             else:
                 col = next(vi)
                 args.append((col if rows is None else col[rows])[:, None, None])
-        out = _cast(args[0], tv.dtype, **opts) if a.op == "cast" else OPS[a.op](*args, **opts)
+        with np.errstate(all="ignore"):  # IEEE results (inf, NaN) are values here
+            out = _cast(args[0], tv.dtype, **opts) if a.op == "cast" else OPS[a.op](*args, **opts)
         out = np.broadcast_to(np.asarray(out), (m, *np.shape(out)[1:]) if np.ndim(out) else (m, 1, 1))
         if out[0].size != n_el:
             out = np.broadcast_to(out.reshape(m, -1)[:, :1], (m, n_el)) if out[0].size == 1 else out

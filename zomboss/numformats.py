@@ -213,6 +213,63 @@ def mx_spacing(x: np.ndarray, block: int = MX_BLOCK) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------
+# Float functions whose last bit matters
+# ---------------------------------------------------------------------------------------
+
+
+def exp_scalar(x: float) -> float:
+    """exp of a double by the C library (NumPy's float64 exp differs in the last bit on a few
+    percent of arguments, which BF16 rounding can expose at a tie)."""
+    return math.exp(x) if not math.isnan(x) else x
+
+
+def reci_scalar(x: float) -> float:
+    """1/x in double; ±0 gives ±infinity."""
+    return (math.copysign(math.inf, x) if x == 0 else 1.0 / x) if not math.isnan(x) else x
+
+
+def sqrt_scalar(x: float) -> float:
+    """sqrt in double; a negative argument gives NaN."""
+    return math.sqrt(x) if x >= 0 else math.nan
+
+
+def _elementwise(fn: Callable[[float], float]) -> Callable[[np.ndarray], np.ndarray]:
+    def run(x: np.ndarray) -> np.ndarray:
+        a = np.asarray(x, dtype=np.float64)
+        return np.array([fn(v) for v in a.reshape(-1).tolist()], dtype=np.float64).reshape(a.shape)
+
+    run.__doc__ = f"{fn.__name__} on every element (one Python call each: meant for scalar registers)"
+    return run
+
+
+def exp32(x: np.ndarray) -> np.ndarray:
+    """NumPy's float32 exp (a vector unit computing in binary32)."""
+    with np.errstate(all="ignore"):
+        return np.exp(np.asarray(x, dtype=np.float32))
+
+
+def reci32(x: np.ndarray) -> np.ndarray:
+    """1/x in float32."""
+    with np.errstate(all="ignore"):
+        return np.float32(1.0) / np.asarray(x, dtype=np.float32)
+
+
+def rsum32(x: np.ndarray) -> np.ndarray:
+    """Sum of the last axis in float32, in NumPy's pairwise order (keepdims)."""
+    return np.asarray(x, dtype=np.float32).sum(axis=-1, keepdims=True, dtype=np.float32)
+
+
+# float operations by name (arrays in, arrays out), for effects
+FUNCS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "exp": _elementwise(exp_scalar),
+    "reci": _elementwise(reci_scalar),
+    "sqrt": _elementwise(sqrt_scalar),
+    "exp32": exp32,
+    "reci32": reci32,
+    "rsum32": rsum32,
+}
+
+# ---------------------------------------------------------------------------------------
 # The names a doc may use
 # ---------------------------------------------------------------------------------------
 
@@ -225,9 +282,14 @@ class Format:
     name: str
     storage: type
     narrow: Callable[[np.ndarray], np.ndarray] | None = None
+    widen: Callable[[np.ndarray], np.ndarray] | None = None  # codes -> values on every read (read-only)
 
 
-FORMATS: dict[str, Format] = {"bf16": Format("bf16", np.float32, bf16_round)}
+FORMATS: dict[str, Format] = {
+    "bf16": Format("bf16", np.float32, bf16_round),
+    "e4m3": Format("e4m3", np.uint8, None, e4m3_decode),  # MX element codes (PLENA's E4M3 table)
+    "e8m0": Format("e8m0", np.uint8, None, e8m0_decode),  # MX scale codes: 2^(b - 127); 0 decodes to 0
+}
 
 # element-wise conversions by name (arrays in, float32 arrays out); MX works on the last axis
 HOOKS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
