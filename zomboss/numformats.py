@@ -259,14 +259,22 @@ def rsum32(x: np.ndarray) -> np.ndarray:
     return np.asarray(x, dtype=np.float32).sum(axis=-1, keepdims=True, dtype=np.float32)
 
 
+def mac32(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """c + a @ b in float32: the product by NumPy's float32 matmul (BLAS sgemm, whose
+    summation order a systolic-array model inherits), then one float32 addition."""
+    f = np.float32
+    return np.asarray(c, dtype=f) + np.matmul(np.asarray(a, dtype=f), np.asarray(b, dtype=f))
+
+
 # float operations by name (arrays in, arrays out), for effects
-FUNCS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+FUNCS: dict[str, Callable[..., np.ndarray]] = {
     "exp": _elementwise(exp_scalar),
     "reci": _elementwise(reci_scalar),
     "sqrt": _elementwise(sqrt_scalar),
     "exp32": exp32,
     "reci32": reci32,
     "rsum32": rsum32,
+    "mac32": mac32,
 }
 
 # ---------------------------------------------------------------------------------------

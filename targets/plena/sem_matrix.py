@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from zomboss.numformats import mac32
 from zomboss.program import Instr
 
 from .machine import Fault, Machine, Runner, Semantics, data
@@ -29,7 +30,7 @@ def _mm(ins: Instr, pc: int, m: Machine) -> Runner:
             raise Fault("m.mm_slice", f"matrix offset {off} is not a BLEN-aligned column slice c*MLEN", {"offset": off})
         r = row(gp[rv], BLEN)
         w = MR[t, c : c + BLEN, :].T if transposed else MR[t, :, c : c + BLEN]
-        acc[...] += V[r : r + BLEN] @ w
+        acc[...] = mac32(acc, V[r : r + BLEN], w)
 
     return run
 

@@ -1,5 +1,6 @@
 """PLENA simulated from its doc (zomboss.generic_sim) against the hand-written simulator:
-registers, the scalar unit and the hardware loops, final state bit for bit; and the doc's
+registers, the scalar unit and the hardware loops, and whole linear, rmsnorm and softmax
+kernels (suite defaults and random legal mappings), final state bit for bit; and the doc's
 effects leave the KB's ASP unchanged."""
 
 from __future__ import annotations
@@ -72,6 +73,9 @@ VECTOR = {
     "V_RED_SUM",
     "V_RED_MAX",
     "H_PREFETCH_V",
+    "H_PREFETCH_M",
+    "M_MM",
+    "M_MM_WO",
 }
 
 
@@ -199,8 +203,9 @@ def test_effects_leave_the_asp_unchanged() -> None:
 
 # ---- whole kernels: the rmsnorm and softmax families ---------------------------------------------
 
-FAMILIES = ("rmsnorm", "softmax")
-SLOW = ("rms_64x4096", "sm_16x1024")  # 1-3 s each; the others take well under a second
+FAMILIES = ("linear", "rmsnorm", "softmax")
+# 2-35 s each here (the generic simulator runs about 14k instructions a second); the others < 2 s
+SLOW = ("rms_64x4096", "sm_16x1024", "lin_60m_q", "lin_135m_q", "lin_135m_up", "lin_1b_q", "lin_8b_k")
 
 
 def _kernel_matches(wl_id: str, mapping: Mapping | None) -> None:
@@ -237,25 +242,27 @@ def test_family_defaults_match_bit_for_bit(wl_id: str) -> None:
 
 
 MAPPED: list[bool] = []
-SHAPES = {"rmsnorm": ("rows", "hidden"), "softmax": ("rows", "cols")}
+SHAPES = {"linear": ("M", "K", "N"), "rmsnorm": ("rows", "hidden"), "softmax": ("rows", "cols")}
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     op=st.sampled_from(FAMILIES),
-    dims=st.tuples(st.integers(1, 4), st.integers(1, 4)),
+    dims=st.tuples(st.integers(1, 4), st.integers(1, 4), st.integers(1, 3)),
     pick=st.integers(0, 10**6),
     weights=st.lists(st.integers(-3, 3), min_size=12, max_size=12),
 )
-def test_random_legal_mappings_match(op: str, dims: tuple[int, int], pick: int, weights: list[int]) -> None:
-    r, c = SHAPES[op]
-    wl = TARGET.workload(f"{op}:{r}={4 * dims[0]},{c}={64 * dims[1]}")
+def test_random_legal_mappings_match(op: str, dims: tuple[int, int, int], pick: int, weights: list[int]) -> None:
+    """Rows come in BLEN groups, the other dimensions in MLEN tiles."""
+    sizes = [4 * dims[0], 64 * dims[1], 64 * dims[2]]
+    spec = f"{op}:" + ",".join(f"{k}={v}" for k, v in zip(SHAPES[op], sizes, strict=False))
+    wl = TARGET.workload(spec)
     n = len(list(skeletons(TARGET.kb({}), wl.op, wl.shape)))
     m = random_mapping(TARGET, wl, pick % n, weights, within=8.0)
     MAPPED.append(m is not None)
     if m is None:
         return  # an infeasible sizing or an absurd corner
-    _kernel_matches(f"{op}:{r}={4 * dims[0]},{c}={64 * dims[1]}", m)
+    _kernel_matches(spec, m)
 
 
 def test_zz_random_mappings_were_mostly_simulated() -> None:
