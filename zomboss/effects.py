@@ -303,7 +303,6 @@ OPS: dict[str, Callable[..., Any]] = {
     "mul": np.multiply,
     "min": np.minimum,
     "max": np.maximum,
-    "fmax": np.fmax,  # max that ignores a NaN operand (the first one on a tie of ±0)
     "shr": _shr,
     "mac": _mac,
     "rsum": lambda x: x.sum(axis=-1, keepdims=True),
@@ -311,7 +310,11 @@ OPS: dict[str, Callable[..., Any]] = {
     "pack": lambda *vs: np.concatenate(vs, axis=-1),
     **nf.FUNCS,
 }
-OPTIONS = {"mac": ("bt",), "cast": ("scale", "shift", "round", "sat", "bits", "fscale", "relu", "fmt")}
+OPTIONS = {
+    "mac": ("bt",),
+    "mac32": ("bt",),
+    "cast": ("scale", "shift", "round", "sat", "bits", "fscale", "relu", "fmt"),
+}
 
 
 def f32(bits: int) -> np.float32:

@@ -259,11 +259,25 @@ def rsum32(x: np.ndarray) -> np.ndarray:
     return np.asarray(x, dtype=np.float32).sum(axis=-1, keepdims=True, dtype=np.float32)
 
 
-def mac32(c: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """c + a @ b in float32: the product by NumPy's float32 matmul (BLAS sgemm, whose
-    summation order a systolic-array model inherits), then one float32 addition."""
+def mac32(c: np.ndarray, a: np.ndarray, b: np.ndarray, bt: int = 0) -> np.ndarray:
+    """c + a @ b (bt=1: a @ bᵀ, b stored transposed) in float32: the product by NumPy's
+    float32 matmul (BLAS sgemm, whose summation order a systolic-array model inherits), then
+    one float32 addition."""
     f = np.float32
-    return np.asarray(c, dtype=f) + np.matmul(np.asarray(a, dtype=f), np.asarray(b, dtype=f))
+    bb = np.asarray(b, dtype=f)
+    return np.asarray(c, dtype=f) + np.matmul(np.asarray(a, dtype=f), np.swapaxes(bb, -1, -2) if bt else bb)
+
+
+def rmax32(x: np.ndarray) -> np.ndarray:
+    """Max of the last axis in float32 by NumPy's reduction (its pick between ±0 is its own)."""
+    return np.asarray(x, dtype=np.float32).max(axis=-1, keepdims=True)
+
+
+def fmax(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Element-wise max that ignores a NaN operand and keeps `a` on a tie (±0), as Python's
+    max(a, b) does; np.fmax's choice between ±0 depends on the array length (SIMD)."""
+    a, b = np.asarray(a), np.asarray(b)
+    return np.where(np.isnan(a), b, np.where(b > a, b, a))
 
 
 # float operations by name (arrays in, arrays out), for effects
@@ -275,6 +289,8 @@ FUNCS: dict[str, Callable[..., np.ndarray]] = {
     "reci32": reci32,
     "rsum32": rsum32,
     "mac32": mac32,
+    "rmax32": rmax32,
+    "fmax": fmax,
 }
 
 # ---------------------------------------------------------------------------------------

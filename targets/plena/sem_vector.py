@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from zomboss.numformats import exp32, reci32, rsum32
+from zomboss.numformats import exp32, reci32, rmax32, rsum32
 from zomboss.program import Instr
 
 from .machine import Fault, Machine, Runner, Semantics, data
@@ -113,7 +113,7 @@ def _red_max(ins: Instr, pc: int, m: Machine) -> Runner:
     def run() -> None:
         r = row(gp[r1])
         if fd:
-            val = float(V[r].max())
+            val = float(rmax32(V[r])[0])
             cur = F[fd]
             F[fd] = bf16_scalar(cur if math.isnan(val) else val if math.isnan(cur) else max(val, cur))
 

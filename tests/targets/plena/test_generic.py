@@ -1,6 +1,6 @@
 """PLENA simulated from its doc (zomboss.generic_sim) against the hand-written simulator:
-registers, the scalar unit and the hardware loops, and whole linear, rmsnorm and softmax
-kernels (suite defaults and random legal mappings), final state bit for bit; and the doc's
+registers, the scalar unit and the hardware loops, and whole kernels of all six families
+(suite defaults and random legal mappings), final state bit for bit; and the doc's
 effects leave the KB's ASP unchanged."""
 
 from __future__ import annotations
@@ -76,6 +76,9 @@ VECTOR = {
     "H_PREFETCH_M",
     "M_MM",
     "M_MM_WO",
+    "M_TMM",
+    "S_MAX_FP",
+    "S_MAP_V_FP",
 }
 
 
@@ -203,9 +206,26 @@ def test_effects_leave_the_asp_unchanged() -> None:
 
 # ---- whole kernels: the rmsnorm and softmax families ---------------------------------------------
 
-FAMILIES = ("linear", "rmsnorm", "softmax")
-# 2-35 s each here (the generic simulator runs about 14k instructions a second); the others < 2 s
-SLOW = ("rms_64x4096", "sm_16x1024", "lin_60m_q", "lin_135m_q", "lin_135m_up", "lin_1b_q", "lin_8b_k")
+FAMILIES = ("linear", "rmsnorm", "softmax", "ffn", "attention", "rope")
+# 2 s to 2 min each here (the generic simulator runs about 14k instructions a second); the rest < 2 s
+SLOW = (
+    "rms_64x4096",
+    "sm_16x1024",
+    "lin_60m_q",
+    "lin_135m_q",
+    "lin_135m_up",
+    "lin_1b_q",
+    "lin_8b_k",
+    "ffn_64x384x1408",
+    "ffn_32x576x1536",
+    "ffn_128x576x1536",
+    "ffn_4x2880x2880",
+    "attn_256",
+    "attn_512c",
+    "attn_1kc",
+    "attn_dec",
+    "rope_128x2048",
+)
 
 
 def _kernel_matches(wl_id: str, mapping: Mapping | None) -> None:
@@ -242,20 +262,31 @@ def test_family_defaults_match_bit_for_bit(wl_id: str) -> None:
 
 
 MAPPED: list[bool] = []
-SHAPES = {"linear": ("M", "K", "N"), "rmsnorm": ("rows", "hidden"), "softmax": ("rows", "cols")}
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def _spec(op: str, a: int, b: int, c: int, causal: bool) -> str:
+    """A small legal shape: rows in BLEN groups, other dimensions in MLEN tiles."""
+    if op == "linear":
+        return f"linear:M={4 * a},K={64 * b},N={64 * c}"
+    if op == "ffn":
+        return f"ffn:rows={4 * a},hidden={64 * b},inter={64 * c}"
+    if op == "attention":
+        return f"attention:sq={64 * b},skv={64 * b},causal=1" if causal else f"attention:sq={4 * a},skv={64 * b}"
+    return f"{op}:rows={4 * a},{'hidden' if op == 'rmsnorm' else 'cols' if op == 'softmax' else 'head_dim'}={64 * b}"
+
+
+@settings(max_examples=24, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     op=st.sampled_from(FAMILIES),
-    dims=st.tuples(st.integers(1, 4), st.integers(1, 4), st.integers(1, 3)),
+    dims=st.tuples(st.integers(1, 4), st.integers(1, 3), st.integers(1, 2)),
+    causal=st.booleans(),
     pick=st.integers(0, 10**6),
     weights=st.lists(st.integers(-3, 3), min_size=12, max_size=12),
 )
-def test_random_legal_mappings_match(op: str, dims: tuple[int, int, int], pick: int, weights: list[int]) -> None:
-    """Rows come in BLEN groups, the other dimensions in MLEN tiles."""
-    sizes = [4 * dims[0], 64 * dims[1], 64 * dims[2]]
-    spec = f"{op}:" + ",".join(f"{k}={v}" for k, v in zip(SHAPES[op], sizes, strict=False))
+def test_random_legal_mappings_match(
+    op: str, dims: tuple[int, int, int], causal: bool, pick: int, weights: list[int]
+) -> None:
+    spec = _spec(op, *dims, causal)
     wl = TARGET.workload(spec)
     n = len(list(skeletons(TARGET.kb({}), wl.op, wl.shape)))
     m = random_mapping(TARGET, wl, pick % n, weights, within=8.0)
