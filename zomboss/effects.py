@@ -37,6 +37,7 @@ MAX_POINTS = 1 << 24  # loop points one effect may have (bounded memory per inst
 DTYPES: dict[str, Any] = {
     "int8": np.int8,
     "uint8": np.uint8,
+    "u8": np.uint8,
     "int16": np.int16,
     "int32": np.int32,
     "u32": np.uint32,

@@ -320,4 +320,6 @@ HOOKS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "bf16": bf16_round,
     "fp16_bf16": fp16_then_bf16,
     "mxfp8": mx_fake_quant,
+    "mx_codes": lambda x: mx_quantize(x)[0],  # E4M3 codes of blocks of MX_BLOCK along the row
+    "mx_scales": lambda x: mx_quantize(x)[1],  # their E8M0 scale codes, one per block
 }

@@ -26,7 +26,7 @@ from zomboss.archdoc import parse_doc
 from zomboss.errors import IllegalProgram
 from zomboss.generic_sim import GenericSim
 from zomboss.knowledge import compile_doc
-from zomboss.mapping import Mapping
+from zomboss.mapping import Mapping, space
 from zomboss.numformats import fp16_then_bf16
 
 CFG = PlenaConfig.from_params()
@@ -79,6 +79,7 @@ VECTOR = {
     "M_TMM",
     "S_MAX_FP",
     "S_MAP_V_FP",
+    "H_STORE_V",
 }
 
 
@@ -228,21 +229,27 @@ SLOW = (
 )
 
 
-def _kernel_matches(wl_id: str, mapping: Mapping | None) -> None:
+_SIMS: dict[tuple, GenericSim] = {}
+
+
+def _kernel_matches(wl_id: str, mapping: Mapping | None, params: dict[str, int] | None = None) -> Any:
     """The kernel of `mapping` (None: Candidate-0) on seed 0: the hand-written run passes the
     golden check (so its data means something), and the generic run ends with the same VRAM,
-    FP SRAM, INT SRAM, HBM and registers, bit for bit."""
+    FP SRAM, INT SRAM, HBM and registers, bit for bit. Returns the hand-written run."""
+    params = params or {}
     wl = next(w for w in SUITE if w.id == wl_id) if ":" not in wl_id else TARGET.workload(wl_id)
-    inst = TARGET.instance(wl, {})
+    inst = TARGET.instance(wl, params)
     k = TARGET.kernel(inst, mapping)
     hbm0, fp = inst.staged(k.layout)
     want = simulate(k.program, inst.cfg, hbm0, fpsram_init=fp, modes=(), check=True)
     assert check_output(0, want, k.layout, inst.reference, hbm0).passed
+    key = tuple(sorted(params.items()))
+    sim = _SIMS.get(key) or _SIMS.setdefault(key, GenericSim(inst.cfg.kb))
     img = hbm0.array()
-    mem = fx.Memories(inst.cfg.kb, {"hbm": img.size})
-    mem.arrays["hbm"][:] = img
+    mem = fx.Memories(inst.cfg.kb, {"hbm": max(img.size, want.hbm.size)})  # room for what the kernel stores
+    mem.arrays["hbm"][: img.size] = img
     mem.arrays["fpsram"][: fp.size, 0] = fp16_then_bf16(fp)
-    run = SIM.run(k.program.instrs, mem, check=True, timing=False)
+    run = sim.run(k.program.instrs, mem, check=True, timing=False)
     a = mem.arrays
     assert run.instructions == want.instructions
     assert a["vram"].tobytes() == want.vram.tobytes()
@@ -251,6 +258,22 @@ def _kernel_matches(wl_id: str, mapping: Mapping | None) -> None:
     assert a["hbm"].tobytes() == want.hbm.tobytes()
     assert a["gp"][:, 0].tolist() == list(want.gp) and a["a"][:, 0].tolist() == list(want.a)
     assert a["f"][:, 0].tobytes() == np.asarray(want.f, dtype=np.float32).tobytes()
+    return want
+
+
+@pytest.mark.parametrize(
+    "knobs",
+    [{}, {"order": "col_outer", "m_block": 2, "add_rows": "valid"}, {"hoist_csr": "true"}],
+    ids=["default", "col_outer_m2_valid", "hoisted"],
+)
+def test_chunked_linear_stores_mxfp8_to_hbm_bit_for_bit(knobs: dict[str, object]) -> None:
+    """A VRAM too small for X and Y: spans prefetched, computed and stored with H_STORE_V."""
+    spec, params = "linear:M=192,K=128,N=128", {"vram_rows": 512}
+    wl = TARGET.workload(spec)
+    base = TARGET.reference_mappings(wl, params)["library"].as_dict()
+    m = space(TARGET.kb(params), wl.op).mapping({**base, **knobs}, wl.shape)
+    want = _kernel_matches(spec, m, params)
+    assert want.counts["H_STORE_V"] > 0
 
 
 @pytest.mark.parametrize(
