@@ -27,7 +27,7 @@ from zomboss.errors import IllegalProgram
 from zomboss.generic_sim import GenericSim
 from zomboss.knowledge import compile_doc
 from zomboss.mapping import Mapping, space
-from zomboss.numformats import fp16_then_bf16
+from zomboss.numformats import bf16_round, fp16_then_bf16
 
 CFG = PlenaConfig.from_params()
 SIM = GenericSim(CFG.kb)
@@ -80,6 +80,7 @@ VECTOR = {
     "S_MAX_FP",
     "S_MAP_V_FP",
     "H_STORE_V",
+    "V_SHFT_V",
 }
 
 
@@ -150,6 +151,23 @@ def test_break_and_refusals_match() -> None:
     assert not _same("C_LOOP_START gp3, 2\nC_BREAK\nC_LOOP_END gp3\n")  # loop.end: no loop left to close
     assert not _same("S_ADDI_INT gp0, gp0, 1\n")  # s.gp0_write
     assert not _same("S_ADDI_INT gp1, gp0, 2000\nS_LD_INT gp2, gp1, 0\n")  # s.intsram_range
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.integers(0, 70), min_size=1, max_size=4), st.integers(0, 2**32 - 1))
+def test_vector_shifts_match(shifts: list[int], seed: int) -> None:
+    """V_SHFT_V in place and between rows, shifts past VLEN included."""
+    vals = np.random.default_rng(seed).standard_normal(4 * 64).astype(np.float32)
+    asm = "S_ADDI_INT gp1, gp0, 64\nS_ADDI_INT gp3, gp0, 128\n"
+    for k, sh in enumerate(shifts):
+        dst = "gp1" if k % 2 else "gp3"
+        asm += f"S_ADDI_INT gp2, gp0, {sh}\nV_SHFT_V {dst}, gp1, gp2\n"
+    prog = parse_program(CFG.kb, asm, "t.asm")
+    want = simulate(prog, CFG, vram_init=vals)
+    mem = fx.Memories(CFG.kb)
+    mem.arrays["vram"].reshape(-1)[: vals.size] = bf16_round(vals)
+    SIM.run(prog.instrs, mem, check=True)
+    assert mem.arrays["vram"].tobytes() == want.vram.tobytes()
 
 
 GP = st.integers(0, 9)
