@@ -11,14 +11,15 @@ and only an assignment that reads rows another point of the same nest writes fal
 one point at a time (still vectorised over the row).
 
 Effects never reach ASP: the KB keeps the `reads`/`writes` footprints. Number formats that
-need care are named hooks implemented here once (`DTYPES`, `ROUNDING`).
+need care are named hooks implemented once in the core: integer element types and
+`ROUNDING` here, float formats whose writes round (`bf16`) in `zomboss.numformats`.
 """
 
 from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,7 @@ import numpy as np
 
 from zomboss import docmodel as dm
 from zomboss import expr as ex
+from zomboss import numformats as nf
 from zomboss.errors import ZombossError
 from zomboss.knowledge import KB
 from zomboss.vexpr import COMPARE
@@ -35,12 +37,15 @@ MAX_POINTS = 1 << 24  # loop points one effect may have (bounded memory per inst
 DTYPES: dict[str, Any] = {
     "int8": np.int8,
     "uint8": np.uint8,
+    "u8": np.uint8,
     "int16": np.int16,
     "int32": np.int32,
     "u32": np.uint32,
     "uint32": np.uint32,
     "int64": np.int64,
+    "u64": np.uint64,
     "fp32": np.float32,
+    **{n: f.storage for n, f in nf.FORMATS.items()},
 }
 
 ROUNDING = ("floor", "half_even", "half_up")  # cast(..., round=k): index into this tuple
@@ -71,6 +76,24 @@ class View:
     external: bool
     count: int  # elements addressable (on chip; 0 for external: the array's size decides)
     step: int = 0  # external: bytes between consecutive elements (0: elem_bytes)
+    fmt: str = ""  # a number format of `numformats.FORMATS` whose narrowing every write applies
+
+    def narrow(self, vals: np.ndarray) -> np.ndarray:
+        """Values as this view stores them: converted to its dtype, through its format's hook."""
+        f = nf.FORMATS.get(self.fmt)
+        if f is not None and f.narrow is not None:
+            return f.narrow(vals)
+        return vals.astype(self.dtype)
+
+    def widen(self, raw: np.ndarray) -> np.ndarray:
+        """Values of stored codes (a coded format: E4M3, E8M0); other views read as stored."""
+        f = nf.FORMATS.get(self.fmt)
+        return f.widen(raw) if f is not None and f.widen is not None else raw
+
+    @property
+    def read_only(self) -> bool:
+        f = nf.FORMATS.get(self.fmt)
+        return f is not None and f.widen is not None and f.narrow is None
 
     @property
     def elem_bytes(self) -> int:
@@ -98,13 +121,16 @@ def views(kb: KB) -> dict[str, View]:
     out: dict[str, View] = {}
     for m in kb.memories.values():
         if not m.external and m.type in DTYPES:
-            out[m.name] = View(m.name, m.name, 1, m.width or 1, DTYPES[m.type], False, m.rows or 0)
+            out[m.name] = View(m.name, m.name, 1, m.width or 1, DTYPES[m.type], False, m.rows or 0, 0, m.type)
+    for rd in kb.doc.regfiles:  # a register file: `count` one-value rows
+        r = kb.regfiles[rd.name]
+        out[r.name] = View(r.name, r.name, 1, 1, dtype(r.type, rd.loc), False, r.count, 0, r.type)
     for d in kb.doc.decls:
         f = d.fields
         if d.kind == "tensor":
             t = _name(f.get("type", ex.Ref(("int32",))))
             out[d.name] = View(
-                d.name, d.name, num(f["rows"], "rows", d), num(f["cols"], "cols", d), dtype(t, d.loc), False, 1
+                d.name, d.name, num(f["rows"], "rows", d), num(f["cols"], "cols", d), dtype(t, d.loc), False, 1, 0, t
             )
     for d in kb.doc.decls:
         f = d.fields
@@ -118,7 +144,7 @@ def views(kb: KB) -> dict[str, View]:
             if mem is not None and mem.external:
                 t = _name(f["type"]) if "type" in f else mem.type
                 step = num(f["step"], "step", d) if "step" in f else 0
-                out[d.name] = View(d.name, mem.name, rows, cols, dtype(t, d.loc), True, 0, step)
+                out[d.name] = View(d.name, mem.name, rows, cols, dtype(t, d.loc), True, 0, step, t)
                 continue
             width, n, dt = (mem.width or 1, mem.rows or 0, mem.type) if mem else (base.rows * base.cols, 1, "")  # type: ignore[union-attr]
             if "type" in f and (t := _name(f["type"])) != dt and (mem is not None or DTYPES.get(t) != base.dtype):  # type: ignore[union-attr]
@@ -126,7 +152,8 @@ def views(kb: KB) -> dict[str, View]:
             if width % (rows * cols):
                 raise ZombossError(f"{d.loc}: view {d.name}: rows x cols must divide the width of {of} ({width})")
             vt = DTYPES[mem.type] if mem is not None else base.dtype  # type: ignore[union-attr]
-            out[d.name] = View(d.name, of, rows, cols, vt, False, n * (width // (rows * cols)))
+            vf = mem.type if mem is not None else base.fmt  # type: ignore[union-attr]
+            out[d.name] = View(d.name, of, rows, cols, vt, False, n * (width // (rows * cols)), 0, vf)
     return out
 
 
@@ -282,8 +309,13 @@ OPS: dict[str, Callable[..., Any]] = {
     "rsum": lambda x: x.sum(axis=-1, keepdims=True),
     "rmax": lambda x: x.max(axis=-1, keepdims=True),
     "pack": lambda *vs: np.concatenate(vs, axis=-1),
+    **nf.FUNCS,
 }
-OPTIONS = {"mac": ("bt",), "cast": ("scale", "shift", "round", "sat", "bits", "fscale", "relu")}
+OPTIONS = {
+    "mac": ("bt",),
+    "mac32": ("bt",),
+    "cast": ("scale", "shift", "round", "sat", "bits", "fscale", "relu", "fmt"),
+}
 
 
 def f32(bits: int) -> np.float32:
@@ -309,11 +341,15 @@ def _cast(
     bits: int = 0,
     fscale: int = -1,
     relu: int = 0,
+    fmt: str = "",
 ) -> Any:
     """x * scale / 2**shift rounded (ROUNDING[round]), then saturated when sat=1 (to dtype,
     or to a signed `bits`-bit integer: a narrow value staged in a wider tensor); with fscale
     (an fp32 bit pattern): fp32(x) * fscale in fp32 arithmetic, rounded to an integer;
-    relu=1 clears negative results (after saturation)."""
+    relu=1 clears negative results (after saturation); fmt="NAME" applies the number-format
+    hook `numformats.HOOKS[NAME]` (float32 values in and out) and nothing else."""
+    if fmt:
+        return nf.HOOKS[fmt](np.asarray(x, dtype=np.float32))
     lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if bits > 0 else (np.iinfo(dtype).min, np.iinfo(dtype).max)
     if fscale >= 0:
         y = _round_float(np.asarray(x).astype(np.float32) * f32(fscale), ROUNDING[round])
@@ -343,15 +379,18 @@ class Memories:
     """The machine's data: an array per on-chip memory or tensor (rows x width), a byte
     array per external memory."""
 
-    def __init__(self, kb: KB, external_bytes: Mapping[str, int] | None = None) -> None:
+    def __init__(
+        self, kb: KB, external_bytes: Mapping[str, int] | None = None, only: Collection[str] | None = None
+    ) -> None:
+        """`only`: allocate just these on-chip memories (the registers of a timing-only run)."""
         self.kb = kb
         self.views = views(kb)
         self.arrays: dict[str, np.ndarray] = {}
         for v in self.views.values():
-            if v.name == v.memory and not v.external:
+            if v.name == v.memory and not v.external and (only is None or v.name in only):
                 self.arrays[v.name] = np.zeros((v.count, v.rows * v.cols), dtype=v.dtype)
         for m in kb.memories.values():
-            if m.external:
+            if m.external and only is None:
                 self.arrays[m.name] = np.zeros((external_bytes or {}).get(m.name, 0), dtype=np.uint8)
 
     def flat(self, v: View) -> np.ndarray:
@@ -375,17 +414,19 @@ class Memories:
         if v.external:
             eb = v.elem_bytes
             raw = self.arrays[v.memory][(idx * v.stride)[:, None] + np.arange(eb)]
-            return raw.view(v.dtype).reshape(len(idx), v.rows, v.cols)
-        return self.flat(v)[idx].reshape(len(idx), v.rows, v.cols)
+            return v.widen(raw.view(v.dtype)).reshape(len(idx), v.rows, v.cols)
+        return v.widen(self.flat(v)[idx]).reshape(len(idx), v.rows, v.cols)
 
     def scatter(self, v: View, idx: np.ndarray, vals: np.ndarray, a: dm.Assign) -> None:
+        if v.read_only:
+            raise EffectError(f"{v.name} holds {v.fmt} codes, which effects read but do not write", a.loc)
         self._check(v, idx, a, "writes")
         if v.external:
             eb = v.elem_bytes
-            raw = np.ascontiguousarray(vals.astype(v.dtype)).view(np.uint8).reshape(len(idx), eb)
+            raw = np.ascontiguousarray(v.narrow(vals)).view(np.uint8).reshape(len(idx), eb)
             self.arrays[v.memory][(idx * v.stride)[:, None] + np.arange(eb)] = raw
         else:
-            self.flat(v)[idx] = vals.reshape(len(idx), v.rows * v.cols).astype(v.dtype)
+            self.flat(v)[idx] = v.narrow(vals.reshape(len(idx), v.rows * v.cols))
 
     def span(self, v: View, idx: np.ndarray) -> tuple[np.ndarray, int]:
         """Where elements lie in their memory's storage: first position and length (bytes for
@@ -449,6 +490,11 @@ def apply(mem: Memories, eff: dm.Effect, env: Mapping[str, Any]) -> int:
     return total
 
 
+def _option(v: Any) -> int | str:
+    """An option's value at the nest's first point (a name stays a name: `fmt = "bf16"`)."""
+    return v if isinstance(v, str) else int(np.asarray(v).flat[0])
+
+
 def _column(x: Any, n: int, pick: np.ndarray | None) -> np.ndarray:
     """x (a scalar or a column of the nest) at the picked points (None: all of them)."""
     if type(x) is np.ndarray and x.shape == (n,) and x.dtype == np.int64:
@@ -485,13 +531,15 @@ def _assign(mem: Memories, a: dm.Assign, cols: Mapping[str, Any], total: int) ->
                 raise EffectError(f"{x.name!r} is no memory, tensor or view", a.loc)
             refs.append((mem.views[x.name], _column(vcompile(x.expr)(cols), total, pick)))
     vals = [_column(vcompile(x.expr)(cols), total, pick) for x in a.args if x.kind == "val"]
-    opts = {x.name: int(np.asarray(vcompile(x.expr)(cols)).flat[0]) for x in a.args if x.kind == "opt"}
+    opts: dict[str, Any] = {x.name: _option(vcompile(x.expr)(cols)) for x in a.args if x.kind == "opt"}
     allowed = OPTIONS.get(a.op, ())
     for k in opts:
         if k not in allowed:
             raise EffectError(
                 f"{a.op} takes no option {k!r}" + (f" (options: {', '.join(allowed)})" if allowed else ""), a.loc
             )
+    if "fmt" in opts and opts["fmt"] not in nf.HOOKS:
+        raise EffectError(f"no number-format hook {opts['fmt']!r} (known: {', '.join(nf.HOOKS)})", a.loc)
     order = [x.kind for x in a.args if x.kind != "opt"]
     n = len(tidx)
     n_el = tv.rows * tv.cols
@@ -510,7 +558,8 @@ def _assign(mem: Memories, a: dm.Assign, cols: Mapping[str, Any], total: int) ->
             else:
                 col = next(vi)
                 args.append((col if rows is None else col[rows])[:, None, None])
-        out = _cast(args[0], tv.dtype, **opts) if a.op == "cast" else OPS[a.op](*args, **opts)
+        with np.errstate(all="ignore"):  # IEEE results (inf, NaN) are values here
+            out = _cast(args[0], tv.dtype, **opts) if a.op == "cast" else OPS[a.op](*args, **opts)
         out = np.broadcast_to(np.asarray(out), (m, *np.shape(out)[1:]) if np.ndim(out) else (m, 1, 1))
         if out[0].size != n_el:
             out = np.broadcast_to(out.reshape(m, -1)[:, :1], (m, n_el)) if out[0].size == 1 else out
@@ -522,6 +571,7 @@ def _assign(mem: Memories, a: dm.Assign, cols: Mapping[str, Any], total: int) ->
     if (
         a.op == "mac"
         and not tv.external
+        and np.issubdtype(tv.dtype, np.integer)
         and refs
         and refs[0][0] is tv
         and np.array_equal(refs[0][1], tidx)

@@ -13,6 +13,18 @@ A doc instruction declared `macro "end_of_stream"` is appended after the last in
 (it is not encoded; rules on it see the machine at the end of the stream, e.g. "the stream
 ends with FINISH", "every token pushed was popped").
 
+Registers: every `regfile` is a memory of `count` one-value rows that effects read and write
+(`gp[rd] = add(gp[rs1], imm) when rd != 0`); a register operand `x` has `x.val`, its content
+before the instruction (a float format's bit pattern, `width` bits), in every expression and
+rule. Register effects (all their targets and operands registers) run in every mode: they are
+control state that addresses and loop counts depend on.
+
+Counted hardware loops are built-in macros: `macro "loop_start"` opens a loop counted by the
+instruction's first register operand (whose value its effects set), the body starting at the
+next instruction; `macro "loop_end"` (after its effects ran) jumps back to the body of the
+innermost loop counted by its first register operand while that register is non-zero, else
+closes it; `macro "loop_break"` closes the innermost loop and zeroes its counter.
+
 Any other `macro "NAME"` is the escape hatch for instructions that expand into a stream
 (Gemmini's hardware loops): the target passes a hook factory per name (`macros`), one hook
 per run. After the instruction itself ran (checked, its effects and `sets` applied), the hook
@@ -27,6 +39,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from zomboss import docmodel as dm
 from zomboss import effects as fx
 from zomboss import expr as ex
@@ -38,6 +52,8 @@ from zomboss.legality import Checker, Violation
 from zomboss.program import Instr
 
 END_OF_STREAM = "end_of_stream"
+LOOP_START, LOOP_END, LOOP_BREAK = "loop_start", "loop_end", "loop_break"
+BUILTIN = frozenset({END_OF_STREAM, LOOP_START, LOOP_END, LOOP_BREAK})
 Fn = Any
 Hook = Callable[[Instr, Mapping[str, Any]], Iterable[Instr]]  # (instruction, state) -> expansion
 
@@ -53,6 +69,9 @@ class _Plan:
     pops: list[tuple[str, Fn | None]]
     pushes: list[tuple[str, Fn | None]]
     memory: bool  # its effects touch an external memory (the breakdown's "memory" class)
+    regs: list[tuple[int, str, str]]  # (operand index, regfile, env name of its value)
+    reg_effects: list[dm.Effect]  # effects on registers alone: run in every mode
+    counter: int  # loop macros: the operand index of the counter register (-1: none)
 
 
 def _plans(kb: KB) -> dict[str, _Plan]:
@@ -78,6 +97,14 @@ def _plans(kb: KB) -> dict[str, _Plan]:
             x.name for e in ins.effects for a in e.assigns for x in a.args if x.kind == "ref"
         }
         memory = any(views[v].external for v in touched if v in views)
+        regs = [(i, o.kind, f"{o.name}.val") for i, o in enumerate(ins.operands) if o.kind in kb.regfiles]
+
+        def on_regs(e: dm.Effect) -> bool:
+            names = {a.target for a in e.assigns} | {x.name for a in e.assigns for x in a.args if x.kind == "ref"}
+            return all(n in kb.regfiles for n in names | {v for _, v, _ in e.reads}) and not any(
+                lp.count is None for lp in e.loops
+            )
+
         out[ins.name] = _Plan(
             ins,
             dec,
@@ -88,6 +115,9 @@ def _plans(kb: KB) -> dict[str, _Plan]:
             [(t.queue, comp(t.when)) for t in ins.pops],
             [(t.queue, comp(t.when)) for t in ins.pushes],
             memory,
+            regs,
+            [e for e in ins.effects if on_regs(e)],
+            regs[0][0] if regs and ins.macro in (LOOP_START, LOOP_END) else -1,
         )
     return out
 
@@ -118,9 +148,14 @@ class GenericSim:
         self.end = [n for n, i in kb.instrs.items() if i.macro == END_OF_STREAM]
         self.views = fx.views(kb)
         self.macros = dict(macros or {})
-        missing = {i.macro for i in kb.instrs.values() if i.macro and i.macro != END_OF_STREAM} - set(self.macros)
+        missing = {i.macro for i in kb.instrs.values() if i.macro and i.macro not in BUILTIN} - set(self.macros)
         if missing:
             raise ZombossError(f"{kb.target}: no Python hook for macro(s) {', '.join(sorted(missing))}")
+        for p in self.plans.values():
+            if p.ins.macro in (LOOP_START, LOOP_END) and p.counter < 0:
+                raise ZombossError(
+                    f"{p.ins.loc}: {p.ins.name} ({p.ins.macro}) needs a register operand to count the loop"
+                )
 
     def stream(self, instrs: Iterable[Instr]) -> Iterator[Instr]:
         """The executed stream: the program, then the end-of-stream marker(s) the doc declares."""
@@ -154,22 +189,32 @@ class GenericSim:
         counts: dict[str, int] = {}
         points = 0
         hooks = {name: make() for name, make in self.macros.items()}
-        pending: list[Iterator[Instr]] = [iter(self.stream(instrs))]
-        n = -1
-        while pending:
-            instr = next(pending[-1], None)
-            if instr is None:
-                pending.pop()
-                continue
+        regmem = memories if memories is not None else fx.Memories(kb, only=set(kb.regfiles))
+        program = list(self.stream(instrs))
+        loops: list[tuple[int, str, int]] = []  # open hardware loops: (body pc, regfile, register)
+        pending: list[Iterator[Instr]] = []  # macro expansions under way
+        pc, n = 0, -1
+        while pending or pc < len(program):
+            if pending:
+                got = next(pending[-1], None)
+                if got is None:
+                    pending.pop()
+                    continue
+                instr, at = got, -1
+            else:
+                instr, at = program[pc], pc
+                pc += 1
             n += 1
             if n >= max_instructions:
                 raise LimitError(f"the program executes more than {max_instructions:,} instructions")
             plan = self.plans.get(instr.op)
+            ok = plan is not None and len(instr.args) == len(plan.ins.operands)
+            regvals = self._regvals(plan, instr, regmem) if ok else {}  # type: ignore[arg-type]
             if checker is not None:
-                bad = checker.step(instr)
+                bad = checker.step(instr, regvals)
                 if bad:
                     raise IllegalProgram(bad)
-            if plan is None or len(instr.args) != len(plan.ins.operands):
+            if not ok:
                 raise IllegalProgram(
                     [
                         Violation(
@@ -182,28 +227,29 @@ class GenericSim:
                         )
                     ]
                 )
-            env = self._env(plan, instr, state)
-            if memories is not None:
-                for eff in plan.ins.effects:
-                    try:
-                        points += fx.apply(memories, eff, env)
-                    except fx.EffectError as e:
-                        raise IllegalProgram(
-                            [Violation("effect.bounds", str(e), str(e.loc), n, instr.line, instr.op, e.values)]
-                        ) from None
-                    except (ex.ExprError, ex.Undefined, ZeroDivisionError) as e:
-                        raise IllegalProgram(
-                            [
-                                Violation(
-                                    "effect.eval",
-                                    f"cannot apply the effect: {e}",
-                                    str(eff.loc),
-                                    n,
-                                    instr.line,
-                                    instr.op,
-                                )
-                            ]
-                        ) from None
+            assert plan is not None
+            env = self._env(plan, instr, state, regvals)
+            effects = plan.ins.effects if memories is not None else plan.reg_effects
+            for eff in effects:
+                try:
+                    points += fx.apply(regmem, eff, env)
+                except fx.EffectError as e:
+                    raise IllegalProgram(
+                        [Violation("effect.bounds", str(e), str(e.loc), n, instr.line, instr.op, e.values)]
+                    ) from None
+                except (ex.ExprError, ex.Undefined, ZeroDivisionError) as e:
+                    raise IllegalProgram(
+                        [
+                            Violation(
+                                "effect.eval",
+                                f"cannot apply the effect: {e}",
+                                str(eff.loc),
+                                n,
+                                instr.line,
+                                instr.op,
+                            )
+                        ]
+                    ) from None
             if timing:
                 lat = int(plan.latency(env)) if plan.latency is not None else 1
                 pops = tuple(q for q, w in plan.pops if w is None or w(env))
@@ -213,19 +259,74 @@ class GenericSim:
             for st, idx, fld, val in plan.sets:
                 rec = state[st][idx(env)] if idx is not None else state[st]
                 rec[fld] = val(env)
-            hook = hooks.get(plan.ins.macro)
+            macro = plan.ins.macro
+            if macro in (LOOP_START, LOOP_END, LOOP_BREAK):
+                if at < 0:
+                    raise ZombossError(f"line {instr.line}: {instr.op} (a hardware loop) inside a macro's expansion")
+                jump = self._loop(macro, plan, instr, loops, at, regmem, n)
+                if jump is not None:
+                    pc = jump
+                continue
+            hook = hooks.get(macro)
             if hook is not None:
-                if len(pending) > 1:
+                if pending:
                     raise ZombossError(f"line {instr.line}: {instr.op} is a macro inside a macro's expansion")
                 pending.append(iter(hook(instr, state)))
         sched = schedule(kb, ops)
         return Run(sched, n + 1, points, memories, time.perf_counter() - t0, counts)
 
-    def _env(self, plan: _Plan, instr: Instr, state: Mapping[str, Any]) -> dict[str, Any]:
+    @staticmethod
+    def _loop(
+        macro: str, plan: _Plan, instr: Instr, loops: list[tuple[int, str, int]], at: int, regs: fx.Memories, n: int
+    ) -> int | None:
+        """A built-in hardware-loop macro (after its effects ran): the next pc, or None."""
+        if macro == LOOP_START:
+            loops.append((at + 1, plan.ins.operands[plan.counter].kind, instr.args[plan.counter]))
+            return None
+        if macro == LOOP_BREAK:
+            if not loops:
+                raise IllegalProgram([Violation("loop.open", f"{instr.op}: no open loop", "", n, instr.line, instr.op)])
+            _, rf, r = loops.pop()
+            regs.arrays[rf][r] = 0
+            return None
+        rf, r = plan.ins.operands[plan.counter].kind, instr.args[plan.counter]
+        for k in range(len(loops) - 1, -1, -1):
+            if loops[k][1:] == (rf, r):
+                break
+        else:
+            raise IllegalProgram(
+                [Violation("loop.open", f"{instr.op}: no open loop is counted by {rf}{r}", "", n, instr.line, instr.op)]
+            )
+        if regs.arrays[rf][r, 0]:
+            return loops[k][0]
+        del loops[k]
+        return None
+
+    def _regvals(self, plan: _Plan, instr: Instr, regs: fx.Memories) -> dict[int, int]:
+        """The register operands' contents before the instruction (a float format's bit
+        pattern, as wide as the register file)."""
+        out = {}
+        for i, rf, _ in plan.regs:
+            a = instr.args[i]
+            arr = regs.arrays[rf]
+            if not 0 <= a < len(arr):
+                continue  # the range rule reports it
+            v = arr[a, 0]
+            if arr.dtype.kind == "f":
+                width = self.kb.regfiles[rf].width
+                out[i] = int(np.asarray(v, dtype=np.float32).view(np.uint32)) >> (32 - width)
+            else:
+                out[i] = int(v)
+        return out
+
+    def _env(self, plan: _Plan, instr: Instr, state: Mapping[str, Any], regvals: Mapping[int, int]) -> dict[str, Any]:
         env: dict[str, Any] = dict(self.kb.params)
         args = instr.args
         for o, a in zip(plan.ins.operands, args, strict=True):
             env[o.name] = a
+        for i, _, name in plan.regs:
+            if i in regvals:
+                env[name] = regvals[i]
         for i, name, shift, mask in plan.decoders:
             env[name] = (args[i] >> shift) & mask
         env["op"] = instr.op.lower()

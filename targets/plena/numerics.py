@@ -1,201 +1,53 @@
-"""PLENA's number formats: BF16 rounding and the MXFP8 (E4M3 elements, E8M0 block scales)
-quantizer of its emulator and quantization tools (plena.md §2; reference §1.4).
-
-Arrays of BF16 values are carried as float32 holding exactly-representable values. The MX
-quantizer is PLENA's own, not the OCP recipe: the block maximum maps into [1, 2), elements
-are rounded by "truncate to two fractional bits, then round half to even", and mantissas
-saturate instead of carrying into the exponent. Everything here is vectorised.
-"""
+"""PLENA's number formats (plena.md §2): BF16 and its MXFP8 recipe live once, in the core
+(`zomboss.numformats`), so that the doc-driven simulator and this target's hand-written one
+share them; this module names them for the target's code."""
 
 from __future__ import annotations
 
-import math
-import struct
+from zomboss.numformats import (
+    E4M3_BIAS,
+    E4M3_EXP_MAX,
+    E4M3_EXP_MIN,
+    E4M3_VALUES,
+    E8M0_BIAS,
+    E8M0_VALUES,
+    MX_BLOCK,
+    bf16_bits,
+    bf16_bits_scalar,
+    bf16_from_bits,
+    bf16_round,
+    bf16_scalar,
+    e4m3_decode,
+    e4m3_encode,
+    e8m0_decode,
+    fp16_then_bf16,
+    mx_dequantize,
+    mx_fake_quant,
+    mx_quantize,
+    mx_spacing,
+    round_hw,
+)
 
-import numpy as np
-import numpy.typing as npt
-
-MX_BLOCK = 8  # elements per E8M0 scale byte
-E4M3_BIAS = 7
-E4M3_EXP_MIN = -7  # biased exponent 0: PLENA's "subnormal" range, value m/8 * 2^-7
-E4M3_EXP_MAX = 7
-E8M0_BIAS = 127
-_EPS = np.float32(1e-9)  # added before log2, as PLENA's quantizers do
-_SIXTEEN, _ONE, _HALF_ULP, _HIGH16 = np.uint32(16), np.uint32(1), np.uint32(0x7FFF), np.uint32(0xFFFF0000)
-
-# ---------------------------------------------------------------------------------------
-# BF16
-# ---------------------------------------------------------------------------------------
-
-
-def bf16_round(x: npt.ArrayLike) -> np.ndarray:
-    """Round float32 values to the nearest BF16 value (ties to even), returned as float32.
-
-    NaN payloads of arithmetic NaNs (quiet, upper mantissa bit set) stay NaN; infinities and
-    overflow to infinity behave as in IEEE round-to-nearest-even.
-    """
-    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
-    t = np.right_shift(u, _SIXTEEN)  # in-place steps: this runs once per VRAM write
-    np.bitwise_and(t, _ONE, out=t)
-    np.add(t, _HALF_ULP, out=t)
-    np.add(t, u, out=t)
-    np.bitwise_and(t, _HIGH16, out=t)
-    return t.view(np.float32)
-
-
-def bf16_bits(x: np.ndarray | float) -> np.ndarray:
-    """The 16-bit patterns of BF16 values (input already BF16-exact, or rounded here)."""
-    return (bf16_round(np.asarray(x, dtype=np.float32)).view(np.uint32) >> np.uint32(16)).astype(np.uint16)
-
-
-def bf16_from_bits(bits: np.ndarray) -> np.ndarray:
-    """float32 values of 16-bit BF16 patterns."""
-    return (np.asarray(bits, dtype=np.uint32) << np.uint32(16)).view(np.float32)
-
-
-_F32 = struct.Struct("<f")
-_U32 = struct.Struct("<I")
-
-
-def bf16_scalar(x: float) -> float:
-    """One value rounded to float32 (as PLENA's f32 arithmetic does) and then to BF16.
-
-    Pure Python (struct) because the scalar unit calls it once per instruction."""
-    try:
-        u = _U32.unpack(_F32.pack(x))[0]
-    except OverflowError:  # beyond float32: IEEE rounding gives infinity
-        return math.inf if x > 0 else -math.inf
-    if (u & 0x7F800000) == 0x7F800000 and u & 0x007FFFFF:
-        return math.nan
-    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
-    return _F32.unpack(_U32.pack(u))[0]
-
-
-def bf16_bits_scalar(x: float) -> int:
-    """The 16-bit pattern of one BF16 value."""
-    try:
-        return _U32.unpack(_F32.pack(bf16_scalar(x)))[0] >> 16
-    except OverflowError:
-        return 0x7F80 if x > 0 else 0xFF80
-
-
-def fp16_then_bf16(x: np.ndarray) -> np.ndarray:
-    """FP SRAM preload path: PLENA's harness writes fp16 and the emulator widens it to BF16."""
-    with np.errstate(over="ignore"):  # past fp16's range is infinity, as the preload gives
-        return bf16_round(np.asarray(x, dtype=np.float32).astype(np.float16).astype(np.float32))
-
-
-# ---------------------------------------------------------------------------------------
-# E4M3 / E8M0 decoding
-# ---------------------------------------------------------------------------------------
-
-
-def _e4m3_table() -> np.ndarray:
-    codes = np.arange(256, dtype=np.int64)
-    sign = np.where(codes & 0x80, -1.0, 1.0)
-    e = (codes >> 3) & 0xF
-    m = codes & 0x7
-    normal = np.ldexp(1.0 + m / 8.0, e - E4M3_BIAS)
-    sub = np.ldexp(m / 8.0, E4M3_EXP_MIN)
-    val = np.where(e == 0, sub, normal)
-    val = np.where(e == 0xF, np.where(m == 0, np.inf, np.nan), val)  # all-ones exponent: IEEE inf/NaN
-    return (sign * val).astype(np.float32)
-
-
-def _e8m0_table() -> np.ndarray:
-    b = np.arange(256, dtype=np.int64)
-    val = np.ldexp(1.0, b - E8M0_BIAS)
-    val = np.where(b == 0, 0.0, val)  # byte 0 decodes to 0 (PLENA's FpType cast)
-    val = np.where(b == 255, np.inf, val)
-    return val.astype(np.float32)
-
-
-E4M3_VALUES = _e4m3_table()
-E8M0_VALUES = _e8m0_table()
-
-
-def e4m3_decode(codes: np.ndarray) -> np.ndarray:
-    return E4M3_VALUES[np.asarray(codes, dtype=np.uint8)]
-
-
-def e8m0_decode(codes: np.ndarray) -> np.ndarray:
-    return E8M0_VALUES[np.asarray(codes, dtype=np.uint8)]
-
-
-# ---------------------------------------------------------------------------------------
-# MX quantization (PLENA's hardware recipe)
-# ---------------------------------------------------------------------------------------
-
-
-def round_hw(y: np.ndarray) -> np.ndarray:
-    """PLENA's mantissa rounding: truncate to two fractional bits, then round half to even."""
-    y = np.asarray(y, dtype=np.float32)
-    quarter = np.floor(y * np.float32(4.0)) / np.float32(4.0)
-    return np.rint(quarter)
-
-
-def _floor_log2(x: np.ndarray) -> np.ndarray:
-    """floor(log2(x + 1e-9)) computed in float32, as the Rust and PyTorch quantizers do."""
-    with np.errstate(divide="ignore"):
-        return np.floor(np.log2(x + _EPS)).astype(np.int32)
-
-
-def e4m3_encode(v: np.ndarray) -> np.ndarray:
-    """E4M3 codes of block-scaled values (|v| < 2 in normal use), PLENA's rounding."""
-    v = np.asarray(v, dtype=np.float32)
-    a = np.abs(v)
-    raw = _floor_log2(a)
-    overflow = raw > E4M3_EXP_MAX
-    k = np.clip(raw, E4M3_EXP_MIN, E4M3_EXP_MAX)
-    mant = a / np.ldexp(np.float32(1.0), k).astype(np.float32)
-    normal = k != E4M3_EXP_MIN
-    field = np.where(normal, round_hw((mant - np.float32(1.0)) * np.float32(8.0)), round_hw(mant * np.float32(8.0)))
-    field = np.clip(field, 0, 7).astype(np.int32)
-    field = np.where(overflow, 7, field)
-    code = (np.where(v < 0, 0x80, 0) | ((k + E4M3_BIAS) << 3) | field).astype(np.uint8)
-    return np.where(v == 0, np.uint8(0), code).astype(np.uint8)
-
-
-def mx_quantize(x: np.ndarray, block: int = MX_BLOCK) -> tuple[np.ndarray, np.ndarray]:
-    """Quantize rows (last axis a multiple of `block`) to MXFP8: (E4M3 codes, E8M0 scale codes).
-
-    Returns uint8 arrays shaped like `x` and like `x` with the last axis divided by `block`.
-    """
-    x = np.asarray(x, dtype=np.float32)
-    if x.shape[-1] % block:
-        raise ValueError(f"MX rows must hold whole blocks of {block} elements, got {x.shape[-1]}")
-    blocks = x.reshape(*x.shape[:-1], x.shape[-1] // block, block)
-    amax = np.max(np.abs(blocks), axis=-1)
-    e = np.clip(_floor_log2(amax), -E8M0_BIAS, E8M0_BIAS)
-    zero = amax == 0
-    scale_val = np.ldexp(np.float32(1.0), e).astype(np.float32)
-    scale_val = np.where(zero, np.float32(1.0), scale_val)
-    scaled = blocks / scale_val[..., None]
-    codes = e4m3_encode(scaled).reshape(x.shape)
-    scales = np.where(zero, 0, e + E8M0_BIAS).astype(np.uint8)  # e = -127 also gives byte 0 (decodes to 0)
-    return codes, scales
-
-
-def mx_dequantize(codes: np.ndarray, scales: np.ndarray, block: int = MX_BLOCK) -> np.ndarray:
-    """float32 values of MXFP8 codes with one scale code per `block` elements of a row."""
-    vals = e4m3_decode(codes)
-    s = e8m0_decode(scales)
-    out = vals.reshape(*vals.shape[:-1], vals.shape[-1] // block, block) * s[..., None]
-    return out.reshape(vals.shape).astype(np.float32)
-
-
-def mx_fake_quant(x: np.ndarray, block: int = MX_BLOCK) -> np.ndarray:
-    """What a tensor becomes after a trip through HBM: quantize, then dequantize."""
-    return mx_dequantize(*mx_quantize(x, block), block)
-
-
-def mx_spacing(x: np.ndarray, block: int = MX_BLOCK) -> np.ndarray:
-    """Per element of rows `x`, the distance from its MXFP8 code (as `mx_quantize` picks it)
-    to the next larger code of its block: 2^(block exponent) · 2^k/8 with k the element's
-    E4M3 exponent (the subnormal range spaced as k = -6, the larger step above it)."""
-    codes, scales = mx_quantize(x, block)
-    k = np.maximum(((codes.astype(np.int32) >> 3) & 0xF) - E4M3_BIAS, E4M3_EXP_MIN + 1)
-    e = scales.astype(np.int32) - E8M0_BIAS
-    e = np.repeat(e, block, axis=-1).reshape(codes.shape)
-    out = np.ldexp(np.float32(1.0), e + k - 3).astype(np.float32)
-    return np.where(np.repeat(scales, block, axis=-1).reshape(codes.shape) == 0, np.float32(0.0), out)
+__all__ = [
+    "E4M3_BIAS",
+    "E4M3_EXP_MAX",
+    "E4M3_EXP_MIN",
+    "E4M3_VALUES",
+    "E8M0_BIAS",
+    "E8M0_VALUES",
+    "MX_BLOCK",
+    "bf16_bits",
+    "bf16_bits_scalar",
+    "bf16_from_bits",
+    "bf16_round",
+    "bf16_scalar",
+    "e4m3_decode",
+    "e4m3_encode",
+    "e8m0_decode",
+    "fp16_then_bf16",
+    "mx_dequantize",
+    "mx_fake_quant",
+    "mx_quantize",
+    "mx_spacing",
+    "round_hw",
+]

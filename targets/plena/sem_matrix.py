@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from zomboss.numformats import mac32
 from zomboss.program import Instr
 
 from .machine import Fault, Machine, Runner, Semantics, data
@@ -28,8 +29,10 @@ def _mm(ins: Instr, pc: int, m: Machine) -> Runner:
         if off % MLEN or c % BLEN:
             raise Fault("m.mm_slice", f"matrix offset {off} is not a BLEN-aligned column slice c*MLEN", {"offset": off})
         r = row(gp[rv], BLEN)
-        w = MR[t, c : c + BLEN, :].T if transposed else MR[t, :, c : c + BLEN]
-        acc[...] += V[r : r + BLEN] @ w
+        if transposed:
+            acc[...] = mac32(acc, V[r : r + BLEN], MR[t, c : c + BLEN, :], bt=1)
+        else:
+            acc[...] = mac32(acc, V[r : r + BLEN], MR[t, :, c : c + BLEN])
 
     return run
 

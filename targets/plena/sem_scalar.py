@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from zomboss.numformats import exp_scalar, reci_scalar, sqrt_scalar
 from zomboss.program import Instr
 
 from .machine import MASK32, Fault, Machine, Runner, Semantics, always, data
@@ -43,18 +44,10 @@ def _fp_binary(ins: Instr, pc: int, m: Machine) -> Runner:
 
 
 def _exp(x: float) -> float:
-    return math.exp(min(max(x, -88.0), 88.0)) if not math.isnan(x) else x
+    return exp_scalar(min(max(x, -88.0), 88.0)) if not math.isnan(x) else x
 
 
-def _reci(x: float) -> float:
-    return (math.copysign(math.inf, x) if x == 0 else 1.0 / x) if not math.isnan(x) else x
-
-
-def _sqrt(x: float) -> float:
-    return math.sqrt(x) if x >= 0 else math.nan
-
-
-_UNARY = {"S_EXP_FP": _exp, "S_RECI_FP": _reci, "S_SQRT_FP": _sqrt}
+_UNARY = {"S_EXP_FP": _exp, "S_RECI_FP": reci_scalar, "S_SQRT_FP": sqrt_scalar}
 
 
 @data(SEMANTICS, *_UNARY)

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from zomboss.numformats import exp32, reci32, rmax32, rsum32
 from zomboss.program import Instr
 
 from .machine import Fault, Machine, Runner, Semantics, data
@@ -67,9 +68,9 @@ def _unary(ins: Instr, pc: int, m: Machine) -> Runner:
         a = V[row(gp[r1])]
         if is_exp:  # the emulator clamps first, so disabled lanes see the clamped input too
             a = np.clip(a, np.float32(-88.0), np.float32(88.0))
-            out = np.exp(a)
+            out = exp32(a)
         else:
-            out = np.float32(1.0) / a
+            out = reci32(a)
         V[row(gp[rd])] = bf16_round(_masked(m, out, a, rmask))
 
     return run
@@ -99,7 +100,7 @@ def _red_sum(ins: Instr, pc: int, m: Machine) -> Runner:
     def run() -> None:
         r = row(gp[r1])
         if fd:
-            F[fd] = bf16_scalar(float(np.float32(F[fd]) + V[r].sum(dtype=np.float32)))
+            F[fd] = bf16_scalar(float(np.float32(F[fd]) + rsum32(V[r])[0]))
 
     return run
 
@@ -112,7 +113,7 @@ def _red_max(ins: Instr, pc: int, m: Machine) -> Runner:
     def run() -> None:
         r = row(gp[r1])
         if fd:
-            val = float(V[r].max())
+            val = float(rmax32(V[r])[0])
             cur = F[fd]
             F[fd] = bf16_scalar(cur if math.isnan(val) else val if math.isnan(cur) else max(val, cur))
 

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import pickle
@@ -557,7 +558,8 @@ def test_gemmini_parameters_outside_their_domains_name_the_rule(param, rule, cap
 def test_gemmini_config_needs_positive_sizes():
     from zomboss.targets.gemmini.config import ConfigError, GemminiConfig
 
-    kb = load_kb(Path(__file__).parents[2] / "targets" / "gemmini" / "gemmini.md")
+    # a copy: load_kb memoises, and the shared KB must keep its parameters for later tests
+    kb = copy.copy(load_kb(Path(__file__).parents[2] / "targets" / "gemmini" / "gemmini.md"))
     object.__setattr__(kb, "params", {**kb.params, "rs_ex": 0})
     with pytest.raises(ConfigError, match="parameter rs_ex=0 must be at least 1"):
         GemminiConfig.from_kb(kb)

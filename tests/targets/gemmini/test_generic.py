@@ -6,7 +6,6 @@ wrong effect in the doc is caught. The doc's effects leave its KB's ASP unchange
 from __future__ import annotations
 
 import functools
-import re
 
 import numpy as np
 import pytest
@@ -23,6 +22,7 @@ from zomboss.targets.gemmini.presets import DEFAULT_PRESET, get_preset
 from zomboss.targets.gemmini.simulator import simulate
 from zomboss.targets.gemmini.suite import SUITE
 
+from tests.doc_effects import without_effects
 from tests.random_mappings import random_mapping
 from zomboss.archdoc import parse_doc
 from zomboss.errors import IllegalProgram
@@ -258,23 +258,9 @@ def test_a_wrong_effect_is_caught(mutation):
 # ---- effects never reach ASP ----------------------------------------------------------------------
 
 
-def _without_effects(text: str) -> str:
-    """The doc with its effect clauses, effect-only declarations and macro lines blanked (line
-    numbers kept: the KB records where each rule comes from)."""
-    out, depth = [], 0
-    for line in text.split("\n"):
-        s = line.strip()
-        if depth or s.startswith("effect") or re.match(r"(view|tensor) \w+ \{", s) or s.startswith("macro "):
-            depth += line.count("{") - line.count("}")
-            out.append("")
-        else:
-            out.append(line)
-    return "\n".join(out)
-
-
 def test_effects_leave_the_asp_unchanged():
     text = DOC.read_text()
-    bare = _without_effects(text)
+    bare = without_effects(text)
     assert bare != text and "effect" not in bare.replace("effective", "").split("```isa", 1)[1].split("```")[0]
     full = compile_doc(parse_doc(text, str(DOC)), "gemmini", {})
     stripped = compile_doc(parse_doc(bare, str(DOC)), "gemmini", {})
