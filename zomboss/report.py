@@ -165,12 +165,12 @@ def references_markdown(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     out = ["", "## Against the other reference mappings", ""]
     for name in names:
         sub = [r for r in rows if name in r["references"] and r["verified"] and r["best"]]
-        for op in dict.fromkeys(r["op"] for r in sub):
-            fam = [r for r in sub if r["op"] == op]
+        for target, op in dict.fromkeys((r["target"], r["op"]) for r in sub):
+            fam = [r for r in sub if (r["target"], r["op"]) == (target, op)]
             ok = sum(r["best"] <= r["references"][name] for r in fam)
             g = geomean([r["references"][name] / r["best"] for r in fam])
             out.append(
-                f"- `{name}`, {fam[0]['target']} {op}: the winner is at least as fast on {ok}/{len(fam)} instances "
+                f"- `{name}`, {target} {op}: the winner is at least as fast on {ok}/{len(fam)} instances "
                 f"(geomean {_fmt(g)}x faster)"
             )
     out += ["", "| target | workload | " + " | ".join(names) + " | best |", "|---|---|" + "---:|" * (len(names) + 1)]
