@@ -392,7 +392,7 @@ class Timing:
                 t = gate
             heap = self.rs[q]
             while heap and heap[0] <= t:
-                heapq.heappop(heap)
+                heappop(heap)
             if len(heap) >= self.cap[q] - (gen == GEN_EX and op in _COMPUTES):
                 t = self._alloc(q, t, 1 if op in _COMPUTES else 0)
             self.gen_prev[gen] = t
@@ -721,7 +721,7 @@ class Timing:
         start = t if t > self.ld_free else self.ld_free
         self.ld_free = start + 1
         self.busy_fixed.add(start, start + 1)
-        heapq.heappush(self.rs[LD], start + 1)
+        heappush(self.rs[LD], start + 1)
 
     def _mvin(self, sid: int, args: tuple[int, ...], t: float) -> None:
         dram, local, cols, rows = args
@@ -774,7 +774,7 @@ class Timing:
             _raise_bound(self.acc_hw, self.acc_half, row, hi, done)
         elif done > self.w_top:
             self.w_top = done
-        heapq.heappush(self.rs[LD], done)
+        heappush(self.rs[LD], done)
 
     # ------------------------------------------------------------------------------------------
     # execute queue
@@ -793,7 +793,7 @@ class Timing:
         if done > self.ex_drained:
             self.ex_drained = done
         self.prev_start = -1.0  # the array restarts: no overlap across a config_ex
-        heapq.heappush(self.rs[EX], done)
+        heappush(self.rs[EX], done)
 
     def _preload(self, args: tuple[int, ...], t: float) -> None:
         """A preload is timed with its compute (the pair enters the array together)."""
@@ -971,7 +971,7 @@ class Timing:
         start = t if t > self.st_done else self.st_done
         self.st_done = start + 1
         self.busy_fixed.add(start, start + 1)
-        heapq.heappush(self.rs[ST], start + 1)
+        heappush(self.rs[ST], start + 1)
 
     def _mvout(self, args: tuple[int, ...], t: float) -> None:
         dram, local, cols, rows = args
@@ -1047,7 +1047,7 @@ class Timing:
                 self.rd_top = done
         self.wr_packets += npk
         self.wr_bytes += len(addrs) * nbytes
-        heapq.heappush(self.rs[ST], done)
+        heappush(self.rs[ST], done)
 
     # ------------------------------------------------------------------------------------------
     # steady-state extrapolation (zomboss.steady)
