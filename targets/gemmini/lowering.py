@@ -393,9 +393,16 @@ class _StreamOp(Protocol):
 _MVIN = ("mvin", "mvin2", "mvin3")
 
 
+# a prefetched mvin is issued this many reservation-station fulls of execute commands before
+# the compute that first reads it: enough for a DMA round trip plus a few block transfers queued
+# ahead of it, at DIM cycles per preload/compute pair
+PREFETCH_RS_FULLS = 4
+
+
 class _Stream:
-    """The unrolled-stream generator: block loops, buffers, just-in-time loads, accumulator
-    slots, init, compute pairing and stores, over an op's implicit GEMM."""
+    """The unrolled-stream generator: block loops, buffers, loads (just in time, or prefetched:
+    hoisted ahead of the computes before their first use), accumulator slots, init, compute
+    pairing and stores, over an op's implicit GEMM."""
 
     def __init__(
         self,
@@ -433,6 +440,16 @@ class _Stream:
         self.a_held: list[tuple[object, set[tuple[int, ...]]]] = [(None, set()) for _ in self.a_base]
         self.b_held: list[tuple[object, set[tuple[int, ...]]]] = [(None, set()) for _ in self.b_base]
         self.a_cur, self.b_cur = len(self.a_base) - 1, len(self.b_base) - 1
+        # prefetch: how far back a load may move, and the lowest index it may move to: after
+        # every config and earlier load (`floor`) and after the last compute that read the
+        # buffer it fills before that buffer was emptied (`a_fresh`, `b_fresh`; `a_read`,
+        # `b_read`: the index after the latest compute reading each buffer)
+        self.ahead = PREFETCH_RS_FULLS * cfg.rs_ex if m.prefetch else 0
+        self.floor = 0
+        self.a_fresh = [0] * len(self.a_base)
+        self.b_fresh = [0] * len(self.b_base)
+        self.a_read = [0] * len(self.a_base)
+        self.b_read = [0] * len(self.b_base)
         self.last_w: object = None  # weight tile in the array (WS reuse)
         self.slot = -1
         self.region: object = None
@@ -450,18 +467,33 @@ class _Stream:
             out.config_ld(self.st_init, 0, self.d)
             out.config_ld(self.st_a, *op.a_cfg)
             out.config_ld(self.st_b, *op.b_cfg)
+        self.floor = len(out.instrs)
 
     def mvin_a(self, dram: int, row: int, cols: int, rows: int) -> None:
-        self.out.config_ld(self.st_a, *self.op.a_cfg)
-        self.out.emit(_MVIN[self.st_a], dram, row, cols, rows)
+        self._load(self.st_a, self.op.a_cfg, self.a_fresh[self.a_cur], (dram, row, cols, rows))
 
     def mvin_b(self, dram: int, row: int, cols: int, rows: int) -> None:
-        self.out.config_ld(self.st_b, *self.op.b_cfg)
-        self.out.emit(_MVIN[self.st_b], dram, row, cols, rows)
+        self._load(self.st_b, self.op.b_cfg, self.b_fresh[self.b_cur], (dram, row, cols, rows))
 
     def mvin_init(self, dram: int, row: int, cols: int, rows: int) -> None:
-        self.out.config_ld(self.st_init, 0, self.d)
-        self.out.emit(_MVIN[self.st_init], dram, row, cols, rows)
+        self._load(self.st_init, (0, self.d), len(self.out.instrs), (dram, row, cols, rows))
+
+    def _load(self, state: int, cfg: tuple[int, ...], fresh: int, args: tuple[int, ...]) -> None:
+        """Emit an mvin, hoisted `ahead` instructions back (prefetch) unless a config_ld
+        precedes it, but never above `floor` or above `fresh`, the point where the buffer it
+        fills was last emptied: only computes of the current block read it after that, and none
+        of them reads the rows this load writes (each reads rows already loaded). Loads keep
+        their program order among themselves."""
+        out = self.out
+        n = len(out.instrs)
+        out.config_ld(state, *cfg)
+        at = len(out.instrs) if len(out.instrs) > n else max(n - self.ahead, self.floor, fresh)
+        out.instrs.insert(at, Instr(_MVIN[state], args))
+        self.floor = at + 1
+        for f in (self.a_fresh, self.b_fresh, self.a_read, self.b_read):
+            for x, v in enumerate(f):
+                if v > at:
+                    f[x] = v + 1
 
     @staticmethod
     def _pick(held: list[tuple[object, set[tuple[int, ...]]]], cur: int, key: object, reuse: bool) -> int:
@@ -500,6 +532,10 @@ class _Stream:
         self.bi, self.bj, self.bk = bi, bj, bk
         self.a_cur = self._pick(self.a_held, self.a_cur, (bi, bk), m.reuse_a)
         self.b_cur = self._pick(self.b_held, self.b_cur, (bk, bj), m.reuse_b)
+        if not self.a_held[self.a_cur][1]:  # emptied for this block: its old contents were last read here
+            self.a_fresh[self.a_cur] = self.a_read[self.a_cur]
+        if not self.b_held[self.b_cur][1]:
+            self.b_fresh[self.b_cur] = self.b_read[self.b_cur]
         self.its, self.jts, self.kts = op.i_blocks[bi], op.j_blocks[bj], op.k_blocks[bk]
         ni, nj = len(self.its), len(self.jts)
         if not self.k_split:
@@ -547,6 +583,12 @@ class _Stream:
             self.compute(idx[pos[0]], idx[pos[1]], idx[pos[2]])
 
     def compute(self, ii: int, jj: int, kk: int) -> None:
+        self._pair(ii, jj, kk)
+        n = len(self.out.instrs)
+        self.a_read[self.a_cur] = self.b_read[self.b_cur] = n
+
+    def _pair(self, ii: int, jj: int, kk: int) -> None:
+        """Load what the pair reads (unless loaded), then the preload/compute pair."""
         op, out, d = self.op, self.out, self.d
         bi, bj, bk = self.bi, self.bj, self.bk
         abase, a_loaded = self.a_base[self.a_cur], self.a_held[self.a_cur][1]

@@ -57,6 +57,7 @@ class _View:
     acc_init: str
     hoist_config: bool
     ld_states: int
+    prefetch: bool
 
 
 @dataclass(frozen=True)
@@ -239,6 +240,7 @@ def exo_style(wl: Workload, cfg: GemminiConfig) -> Mapping:
         acc_init="bias" if wl["bias"] else "zero",
         hoist_config=True,
         ld_states=3,
+        prefetch=False,  # Exo's schedules load each tile just before its first use
     )
     if wl.op == "matmul":
         ip, jp, kp = -(-wl["M"] // d), -(-wl["N"] // d), -(-wl["K"] // d)
