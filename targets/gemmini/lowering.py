@@ -480,10 +480,10 @@ class _Stream:
 
     def _load(self, state: int, cfg: tuple[int, ...], fresh: int, args: tuple[int, ...]) -> None:
         """Emit an mvin, hoisted `ahead` instructions back (prefetch) unless a config_ld
-        precedes it, but never above `floor` or above `fresh`, the point where the buffer it
-        fills was last emptied: only computes of the current block read it after that, and none
-        of them reads the rows this load writes (each reads rows already loaded). Loads keep
-        their program order among themselves."""
+        precedes it, but never above `floor` or above `fresh`, just after the last compute that
+        read the buffer's previous contents: the computes it passes read other buffers, or rows
+        of this block already loaded, never the rows it writes. Loads keep their program order
+        among themselves."""
         out = self.out
         n = len(out.instrs)
         out.config_ld(state, *cfg)
