@@ -250,14 +250,20 @@ def test_ws_accumulated_reuses_weights_and_accumulates_with_strides(cfg):
     assert np.array_equal(got, want)
 
 
+def _a_b_loaded(seed: int, out_bytes: int) -> tuple[Dram, np.ndarray, np.ndarray, int, list[tuple]]:
+    """Random 16x16 int8 A and B, the mvins that put them at scratchpad rows 0 and 16, and an
+    output buffer of `out_bytes` in DRAM."""
+    rng = np.random.default_rng(seed)
+    dram = Dram()
+    a, b = rand_i8(rng, 16, 16), rand_i8(rng, 16, 16)
+    dst = dram.alloc(out_bytes)
+    return dram, a, b, dst, [("config_ld", 0, 16, 0, 16, 1, ONE)] + _load(dram, 0, a) + _load(dram, 16, b)
+
+
 def test_c_stride_zero_accumulates_every_row_into_one(cfg):
     """C stride 0 sends every result row to the same accumulator row: with the accumulate bit
     each adds in turn (Spike's loop; NumPy's fancy-index `+=` would keep only the last)."""
-    rng = np.random.default_rng(23)
-    dram = Dram()
-    a, b = rand_i8(rng, 16, 16), rand_i8(rng, 16, 16)
-    dst = dram.alloc(64)
-    lines: list[tuple] = [("config_ld", 0, 16, 0, 16, 1, ONE)] + _load(dram, 0, a) + _load(dram, 16, b)
+    dram, a, b, dst, lines = _a_b_loaded(23, 64)
     lines += [
         ("config_ex", 1, 0, 0, 0, 1, 0, 0, ONE, 0),
         ("config_st", 64, 0, ONE, 0, 0, 0, 0, 0, 0, 0, 0, 0),
@@ -271,11 +277,7 @@ def test_c_stride_zero_accumulates_every_row_into_one(cfg):
 
 
 def test_ws_output_to_the_scratchpad_saturates_and_relus(cfg):
-    rng = np.random.default_rng(21)
-    dram = Dram()
-    a, b = rand_i8(rng, 16, 16), rand_i8(rng, 16, 16)
-    dst = dram.alloc(256)
-    lines: list[tuple] = [("config_ld", 0, 16, 0, 16, 1, ONE)] + _load(dram, 0, a) + _load(dram, 16, b)
+    dram, a, b, dst, lines = _a_b_loaded(21, 256)
     lines += [
         ("config_ex", 1, 1, 0, 0, 1, 1, 0, ONE, 0),
         ("config_st", 16, 0, ONE, 0, 0, 0, 0, 0, 0, 0, 0, 0),
