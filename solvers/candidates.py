@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from zomboss.solvers.enumerate import skeletons
-from zomboss.solvers.sizing import SizingModel, relevant_symbolic
+from zomboss.solvers.sizing import Sizing, SizingModel, relevant_symbolic
 
 from zomboss import expr as ex
 from zomboss.knowledge import KB
@@ -108,10 +108,13 @@ def build_pool(
     near: KnobMapping | None = None,
     time_limit: float = 0.3,
     budget_s: float = 60.0,
+    screen_limit: float = 0.002,
 ) -> Pool:
-    """Enumerate, class and size. `near` (Candidate-0) picks each class's representative;
-    `budget_s` caps the CP-SAT work, in its deterministic time (classes left unsized are marked
-    with bound None): the pool does not depend on the machine's load."""
+    """Enumerate, class, screen and size. `near` (Candidate-0) picks each class's
+    representative and breaks ties; every class is screened (one sizing in `screen_limit`);
+    `budget_s` caps the CP-SAT work of the full sizings, in its deterministic time (classes it
+    does not reach keep their screened sizing and a bound of None): the pool does not depend on
+    the machine's load."""
     sp = space(kb, op)
     t0 = time.perf_counter()
     sks = [s.as_dict() for s in skeletons(kb, op, shape)]
@@ -125,10 +128,24 @@ def build_pool(
     for c in classes.values():
         c.members.sort(key=lambda s: _distance(s, ref))
     est, bnd = sp.costs.get("estimate"), sp.costs.get("bound")
+    # screen: one quick sizing of every class, so that the sizing budget goes to the classes
+    # with the lowest estimate first (then the nearest Candidate-0), and a class the budget
+    # does not reach still offers its screened sizing
+    screened: dict[tuple[tuple[str, str], ...], Sizing | None] = {}
+    for c in classes.values():
+        model = SizingModel(sp, shape, c.members[0])
+        screened[c.key] = model.solve(est.expr if est else None, screen_limit)
     spent = 0.0
-    # classes nearest Candidate-0 first: when the CP-SAT budget runs out, the far ones go unsized
-    for c in sorted(classes.values(), key=lambda c: (_distance(c.members[0], ref), c.key)):
+
+    def rank(c: CostClass) -> tuple[float, int, tuple[tuple[str, str], ...]]:
+        s = screened[c.key]
+        obj = float("inf") if s is None else float(s.objective or 0)
+        return (obj, _distance(c.members[0], ref), c.key)
+
+    for c in sorted(classes.values(), key=rank):
         if spent > budget_s:
+            quick = screened[c.key]
+            c.sizings = [] if quick is None else [quick.values]
             c.bound = None
             continue
         model = SizingModel(sp, shape, c.members[0])

@@ -68,6 +68,7 @@ class SearchState:
     workload: str = ""  # the suite id (or inline spec) being searched
     rejected_keys: set[str] = field(default_factory=set)
     pruned_keys: set[str] = field(default_factory=set)
+    duplicate_keys: set[str] = field(default_factory=set)  # legal, but the program of one already simulated
 
     def legal(self, m: KnobMapping) -> bool:
         """The KB's verdict (guides may filter with it; the search re-checks every proposal)."""
@@ -77,7 +78,7 @@ class SearchState:
         return min([self.default, *self.simulated], key=lambda s: (s.cycles, s.mapping.key()))
 
     def seen(self) -> set[str]:
-        return {self.default.mapping.key(), *(s.mapping.key() for s in self.simulated)}
+        return {self.default.mapping.key(), *(s.mapping.key() for s in self.simulated), *self.duplicate_keys}
 
     def estimate(self, m: KnobMapping) -> int | None:
         return self.space.cost("estimate", m, self.shape)

@@ -85,6 +85,7 @@ class SolveResult:
     legal_mappings: int | None = None  # exhaustive runs: every legal mapping of the declared space
     complete: bool | None = None  # exhaustive runs: every legal mapping simulated or pruned
     references: dict[str, int] = field(default_factory=dict)  # timing-only cycles of the other reference mappings run
+    duplicates: int = 0  # legal proposals that lowered to the program of one already simulated
 
     @property
     def speedup(self) -> float:
@@ -118,6 +119,7 @@ class SolveResult:
             "verification": self.verification,
             "history": self.history,
             "references": dict(self.references),
+            "duplicate_programs": self.duplicates,
         }
         if self.guide_note:
             out["guide_note"] = self.guide_note
@@ -171,6 +173,25 @@ class Runner:
         return ev.cycles, ev.verified, dict(ev.breakdown), wall, False
 
 
+class Programs:
+    """The programs this search has simulated, by content hash. Two legal mappings may lower to
+    one program (a block loop order when every dimension has a single block, say): the second
+    is the same kernel, so it is neither simulated nor counted against the budget."""
+
+    def __init__(self, t: Target, wl: Workload, params: Params) -> None:
+        self.t, self.wl, self.params = t, wl, dict(params)
+        self.seen: set[int] = set()
+
+    def repeated(self, m: KnobMapping) -> bool:
+        """Whether `m`'s program was seen before (and remember it)."""
+        program = self.t.lower(self.t.instance(self.wl, self.params, 0), m)
+        h = hash(tuple(program.instrs))
+        if h in self.seen:
+            return True
+        self.seen.add(h)
+        return False
+
+
 def check_proposal(
     kb: Any, sp: Space, shape: Mapping[str, int], state: SearchState, p: Proposal
 ) -> KnobMapping | Rejection:
@@ -216,6 +237,8 @@ def solve(
     pool: Pool = build_pool(kb, wl.op, wl.shape, k=cfg.k, near=c0, budget_s=cfg.pool_seconds)
     others = {n: m for n, m in refs.items() if n != "library"}
     state = SearchState(sp, dict(wl.shape), default, others, pool.candidates(), kb=kb, workload=wl.id)
+    programs = Programs(t, wl, params)
+    programs.repeated(c0)
     sims = since_gain = 0
     history: list[dict[str, Any]] = []
     while sims < cfg.budget and since_gain < cfg.patience:
@@ -238,6 +261,9 @@ def solve(
             if bound is not None and bound >= best.cycles:
                 state.pruned += 1
                 state.pruned_keys.add(got.key())
+                continue
+            if programs.repeated(got):
+                state.duplicate_keys.add(got.key())
                 continue
             cycles, _, bd, wall, cached = runner.run(got, Mode.TIMING, 0, p.source or guide.name)
             sims += 1
@@ -318,6 +344,7 @@ def result_of(
         guide=guide,
         verification=verification,
         references=simulated_references(state),
+        duplicates=len(state.duplicate_keys),
         **extra,
     )
 

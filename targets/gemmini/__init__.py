@@ -23,7 +23,8 @@ from zomboss.targets.gemmini.instance import GemminiInstance, build_instance
 from zomboss.targets.gemmini.kernels import bound_cycles, run
 from zomboss.targets.gemmini.lowering import lower
 from zomboss.targets.gemmini.mapping import exo_style, library_default
-from zomboss.targets.gemmini.presets import DEFAULT_PRESET, PRESETS
+from zomboss.targets.gemmini.platform import check_mapping
+from zomboss.targets.gemmini.presets import DEFAULT_PRESET, PRESETS, get_preset
 from zomboss.targets.gemmini.sampled import verify_sampled
 from zomboss.targets.gemmini.simulator import SimResult, dynamic_stream, simulate
 from zomboss.targets.gemmini.suite import SCHEMAS, SUITE, workload
@@ -32,6 +33,7 @@ from zomboss.targets.gemmini.timing import BREAKDOWN
 from zomboss.errors import WorkloadError, ZombossError
 from zomboss.inputs import MAX_INSTRUCTIONS, check_budget, read_json, read_text
 from zomboss.knowledge import KB
+from zomboss.lru import Lru
 from zomboss.mapping import Mapping as KnobMapping
 from zomboss.program import Instr, Program, ProgramSyntaxError, parse_lines
 from zomboss.results import KernelResult
@@ -57,6 +59,9 @@ class GemminiTarget:
     def __init__(self) -> None:
         self._instances: OrderedDict[tuple[Any, ...], GemminiInstance] = OrderedDict()
         self._configs: dict[tuple[tuple[str, int], ...], GemminiConfig] = {}
+        # the latest lowerings: a search lowers a candidate to compare its program with those
+        # already simulated, then simulates it (one lowering for both)
+        self._lowered = Lru(2)
 
     # ---- machine and suite
     def kb(self, params: Params) -> KB:
@@ -99,11 +104,18 @@ class GemminiTarget:
         """The program of `mapping` on the instance's placement (IllegalMapping if it breaks a
         constraint of gemmini.md §11)."""
         g = _gemmini(inst)
-        return lower(mapping, g.workload, g.buffers, g.cfg)
+        held, program = self._lowered.get_or(
+            (id(g), mapping.key()), lambda: (g, lower(mapping, g.workload, g.buffers, g.cfg))
+        )
+        if held is not g:  # (an id reused by a later instance)
+            program = lower(mapping, g.workload, g.buffers, g.cfg)
+            self._lowered[(id(g), mapping.key())] = (g, program)
+        return program
 
     def evaluate(self, inst: Instance, mapping: KnobMapping, mode: Mode, *, extrapolate: bool = True) -> Evaluation:
         g = _gemmini(inst)
-        r = run(g, mapping, mode, extrapolate=extrapolate)
+        check_mapping(mapping, get_preset(DEFAULT_PRESET).rtl)  # before lowering, as `run` does
+        r = run(g, mapping, mode, extrapolate=extrapolate, program=self.lower(inst, mapping))
         sim = r.sim
         breakdown = dict(sim.breakdown)
         assert tuple(sorted(breakdown)) == tuple(sorted(BREAKDOWN)) and sum(breakdown.values()) == sim.cycles
@@ -134,7 +146,7 @@ class GemminiTarget:
         return check.verified, check.to_json()
 
     def bound(self, wl: Workload, params: Params, mapping: KnobMapping | None = None) -> int:
-        """The roofline: max(array cycles after padding to DIM, least DRAM traffic / bandwidth of
+        """The roofline: max(array cycles (rows unpadded), least DRAM traffic / bandwidth of
         the default preset). It holds for every mapping, so `mapping` does not tighten it."""
         return bound_cycles(wl, self.config(params), DEFAULT_PRESET)
 

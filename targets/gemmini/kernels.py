@@ -48,14 +48,17 @@ def run(
     preset: str | Preset = DEFAULT_PRESET,
     *,
     extrapolate: bool = True,
+    program: Program | None = None,
 ) -> Run:
-    """Lower `mapping` for the instance (IllegalMapping if it breaks a constraint) and simulate it
-    on the preset's platform (UnsupportedOnRtl if its RTL cannot run the mapping's loops).
+    """Lower `mapping` for the instance (IllegalMapping if it breaks a constraint; `program`: its
+    lowering, already made) and simulate it on the preset's platform (UnsupportedOnRtl if its
+    RTL cannot run the mapping's loops).
     TIMING runs extrapolate steady loop periods, CHECKED runs those inside hardware loops
     whose commands the checker vouched for at once, unless `extrapolate` is off."""
     t0 = time.perf_counter()
     check_mapping(mapping, get_preset(preset).rtl)  # e.g. pinned halves on an RTL without spad ids
-    program = lower(mapping, inst.workload, inst.buffers, inst.cfg)
+    if program is None:
+        program = lower(mapping, inst.workload, inst.buffers, inst.cfg)
     functional = mode is Mode.VERIFIED
     dram = inst.dram() if functional else None
     sim = simulate(
@@ -74,13 +77,13 @@ def run(
 
 def bound_cycles(wl: Workload, cfg: GemminiConfig, preset: str | Preset) -> int:
     """The kernel's fixed invocation overhead (no command issues before it) plus max(array-bound
-    cycles after padding to DIM, a round trip plus the minimum DRAM traffic / modelled bandwidth)."""
+    cycles, a round trip plus the minimum DRAM traffic / modelled bandwidth)."""
     p = get_preset(preset)
     dim = cfg.dim
     if wl.op == "matmul":
         m, n, k = wl["M"], wl["N"], wl["K"]
         bias = bool(wl.shape.get("bias", 0))
-        rows, cols, depth = m, n, k
+        rows, cols, depth = (m // dim) * dim + (max(m % dim, 4) if m % dim else 0), n, k  # a row tile: >= 4 cycles
         rd = m * k + k * n + (4 * n if bias else 0)
         wr = m * n
     elif wl.op == "conv":
@@ -93,7 +96,10 @@ def bound_cycles(wl: Workload, cfg: GemminiConfig, preset: str | Preset) -> int:
         wr = nb * oh * ow * kk
     else:
         raise WorkloadError(f"{wl.id}: no roofline for op {wl.op!r}")
-    compute = -(-rows // dim) * -(-cols // dim) * -(-depth // dim) * dim
+    # every output row meets every column and reduction tile in the array once, one row per
+    # cycle: a compute feeds max(rows, 4) rows (DIM only beside a weight preload, §7), so the
+    # rows are not padded to DIM (a ragged row tile fed before a GARBAGE preload is short)
+    compute = rows * -(-cols // dim) * -(-depth // dim)
     # the first read request leaves no earlier than the kernel's fixed invocation overhead and its
     # data returns a round trip later; the channel then streams every byte (likewise for writes)
     memory = max(

@@ -577,6 +577,8 @@ class _Stream:
 
     def computes(self, ir: range, jr: range) -> None:
         order = self.m.inner_order
+        if isinstance(self.m, MatmulView) and self.m.ragged_first:  # the last (ragged) row tile first
+            ir = ir[::-1]
         ranges = {"i": ir, "j": jr, "k": range(len(self.kts))}
         pos = (order.index("i"), order.index("j"), order.index("k"))
         for idx in itertools.product(*(ranges[x] for x in order)):

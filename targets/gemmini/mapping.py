@@ -66,6 +66,7 @@ class MatmulView(_View):
     tile_j: int
     tile_k: int
     dataflow: str
+    ragged_first: bool
 
 
 @dataclass(frozen=True)

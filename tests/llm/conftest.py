@@ -17,6 +17,7 @@ from zomboss.solvers.guides import SearchState, Simulated
 from zomboss.knowledge import load_kb
 from zomboss.mapping import Mapping as KnobMapping
 from zomboss.mapping import Space, space
+from zomboss.program import Instr, Program
 from zomboss.target import Evaluation, Mode
 from zomboss.workload import Workload
 
@@ -82,6 +83,10 @@ class FakeTarget:
 
     def reference_mappings(self, wl: Workload, params: Any) -> dict[str, KnobMapping]:
         return {"library": c0(space(self._kb, "gemm"))}
+
+    def lower(self, inst: _Inst, mapping: KnobMapping) -> Program:
+        """One instruction per knob: distinct mappings are distinct programs here."""
+        return Program("fake", tuple(Instr(k, (hash(str(v)),)) for k, v in mapping.as_dict().items()))
 
     def evaluate(self, inst: _Inst, mapping: KnobMapping, mode: Mode) -> Evaluation:
         self.evaluations += 1

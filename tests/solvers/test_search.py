@@ -93,3 +93,30 @@ def test_every_pool_candidate_lowers_to_an_accepted_program(case):
         assert ev.cycles > 0
         if c.bound is not None:
             assert c.bound <= ev.cycles, f"the doc's bound {c.bound} exceeds simulated {ev.cycles}: {c.mapping.key()}"
+
+
+def test_a_mapping_that_lowers_to_a_simulated_program_is_not_simulated_again():
+    """odd_pad in one block per dimension: the block loop order cannot change the program, so
+    two mappings that differ only there are one kernel, simulated once."""
+    t = get_target("gemmini")
+    wl = t.workload("odd_pad")
+    sp = space(t.kb({}), wl.op)
+    one_block = {**t.reference_mappings(wl, {})["library"].as_dict(), "tile_i": 7, "tile_j": 4, "tile_k": 19}
+    a, b = (sp.mapping({**one_block, "loop": "sw", "tile_j": 13, "order": o}, wl.shape) for o in ("ijk", "kji"))
+    assert a.key() != b.key() and not sp.violations(t.kb({}), a, wl.shape)
+    guide = _Scripted(Proposal(a.as_dict(), source="test"), Proposal(b.as_dict(), source="test"))
+    res = solve(t, wl, {}, SolveConfig(budget=4, pool_seconds=0.1), guide=guide)
+    assert res.simulations == 1 and res.to_json()["duplicate_programs"] == 1
+
+
+def test_classes_beyond_the_sizing_budget_still_offer_their_screened_sizing(case):
+    t, wl = case
+    kb = t.kb({})
+    pool = build_pool(kb, wl.op, wl.shape, k=1, near=t.reference_mappings(wl, {})["library"], budget_s=0.0)
+    unsized = [c for c in pool.classes if c.bound is None]
+    assert all(len(c.sizings) <= 1 for c in unsized)
+    assert not unsized or any(c.sizings for c in unsized)  # (without the screen, none would have one)
+    offered = {c.mapping.key() for c in pool.candidates()}
+    for c in unsized:
+        for s in c.sizings:
+            assert pool.space.from_skeleton(c.members[0], s, pool.shape).key() in offered
