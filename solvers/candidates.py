@@ -70,7 +70,7 @@ class Pool:
         out.sort(
             key=lambda c: (
                 c.estimate if c.estimate is not None else 0,
-                _distance(c.mapping.as_dict(), ref),
+                distance(c.mapping.as_dict(), ref),
                 c.mapping.key(),
             )
         )
@@ -93,7 +93,8 @@ def cost_relevant(sp: Space) -> tuple[str, ...]:
     return tuple(k.name for k in sp.symbolic if k.name in names)
 
 
-def _distance(s: Mapping[str, object], ref: Mapping[str, object] | None) -> int:
+def distance(s: Mapping[str, object], ref: Mapping[str, object] | None) -> int:
+    """Knobs on which two mappings differ (0 without a reference)."""
     if ref is None:
         return 0
     return sum(1 for k, v in s.items() if ref.get(k) != v)
@@ -126,7 +127,7 @@ def build_pool(
         classes.setdefault(key, CostClass(key, [])).members.append(s)
     ref = near.as_dict() if near is not None else None
     for c in classes.values():
-        c.members.sort(key=lambda s: _distance(s, ref))
+        c.members.sort(key=lambda s: distance(s, ref))
     est, bnd = sp.costs.get("estimate"), sp.costs.get("bound")
     # screen: one quick sizing of every class, so that the sizing budget goes to the classes
     # with the lowest estimate first (then the nearest Candidate-0), and a class the budget
@@ -137,12 +138,20 @@ def build_pool(
         screened[c.key] = model.solve(est.expr if est else None, screen_limit)
     spent = 0.0
 
-    def rank(c: CostClass) -> tuple[float, int, tuple[tuple[str, str], ...]]:
+    def by_estimate(c: CostClass) -> tuple[float, int, tuple[tuple[str, str], ...]]:
         s = screened[c.key]
         obj = float("inf") if s is None else float(s.objective or 0)
-        return (obj, _distance(c.members[0], ref), c.key)
+        return (obj, distance(c.members[0], ref), c.key)
 
-    for c in sorted(classes.values(), key=rank):
+    def by_distance(c: CostClass) -> tuple[int, float, tuple[tuple[str, str], ...]]:
+        obj, dist, key = by_estimate(c)
+        return (dist, obj, key)
+
+    # alternately the lowest screened estimate and the nearest Candidate-0: the estimate ranks
+    # within a family of kernels better than across families (hardware loops against unrolled
+    # streams), so the budget is shared between the two
+    order = interleave(sorted(classes.values(), key=by_estimate), sorted(classes.values(), key=by_distance))
+    for c in order:
         if spent > budget_s:
             quick = screened[c.key]
             c.sizings = [] if quick is None else [quick.values]
@@ -164,6 +173,18 @@ def build_pool(
         spent += model.work
     t2 = time.perf_counter()
     return Pool(sp, dict(shape), list(classes.values()), len(sks), {"enumerate": t1 - t0, "size": t2 - t1}, near)
+
+
+def interleave(*orders: list[CostClass]) -> list[CostClass]:
+    """The classes of several orders taken in turn, each once."""
+    out: list[CostClass] = []
+    seen: set[tuple[tuple[str, str], ...]] = set()
+    for group in zip(*orders, strict=True):
+        for c in group:
+            if c.key not in seen:
+                seen.add(c.key)
+                out.append(c)
+    return out
 
 
 def polish(

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
-from zomboss.solvers.candidates import Candidate
+from zomboss.solvers.candidates import Candidate, distance
 
 from zomboss.mapping import Mapping as KnobMapping
 from zomboss.mapping import Space, iter_knob_edits
@@ -104,10 +104,15 @@ def refinements(state: SearchState, base: KnobMapping) -> list[KnobMapping]:
     return out
 
 
+STALE_AFTER = 3  # edits of a kernel, none faster, before the climb restarts elsewhere
+
+
 class CostGuide:
-    """The doc's cost estimate decides: references first, then the pool (best estimate first)
-    alternating with single-knob refinements of the best kernel so far (best estimate first),
-    so the search both samples the space and climbs from the best point it has."""
+    """The doc's cost estimate decides: references first, then the pool alternating with
+    single-knob refinements of the best kernel so far (best estimate first), so the search both
+    samples the space and climbs from the best point it has. The pool is taken in two orders in
+    turn, best estimate first and nearest Candidate-0 first (then best estimate): an estimate
+    ranks kernels of one family better than it compares families."""
 
     name = "cost"
 
@@ -115,6 +120,10 @@ class CostGuide:
         self._pool_pos = 0
         self._refs_done = False
         self._picks = 0
+        self._orders: list[list[Candidate]] = []
+        self._pos = [0, 0]
+        self._turn = 0
+        self._tries: dict[str, int] = {}  # refinements proposed from each kernel
 
     def propose(self, state: SearchState, n: int) -> list[Proposal]:
         out: list[Proposal] = []
@@ -135,20 +144,52 @@ class CostGuide:
                     continue
                 if self._pool_pos >= len(state.pool):
                     break
-            while self._pool_pos < len(state.pool):
-                c = state.pool[self._pool_pos]
-                self._pool_pos += 1
-                if c.mapping.key() not in seen:
-                    out.append(Proposal(c.mapping.as_dict(), source="cpsat"))
-                    seen.add(c.mapping.key())
-                    break
+            c = self._next_from_pool(state, seen)
+            if c is not None:
+                out.append(Proposal(c.mapping.as_dict(), source="cpsat"))
+                seen.add(c.mapping.key())
         return out[:n]
 
+    def _next_from_pool(self, state: SearchState, seen: set[str]) -> Candidate | None:
+        """The next unseen pool candidate, from the two orders in turn (None: pool exhausted)."""
+        if not self._orders:
+            home = state.default.mapping.as_dict()
+            near = sorted(
+                state.pool, key=lambda c: (distance(c.mapping.as_dict(), home), c.estimate or 0, c.mapping.key())
+            )
+            self._orders = [list(state.pool), near]
+        for _ in range(2):
+            order, k = self._orders[self._turn], self._turn
+            self._turn = 1 - self._turn
+            while self._pos[k] < len(order):
+                c = order[self._pos[k]]
+                self._pos[k] += 1
+                if c.mapping.key() not in seen:
+                    self._pool_pos += 1
+                    return c
+        self._pool_pos = len(state.pool)
+        return None
+
     def _refinement(self, state: SearchState, taken: set[str]) -> KnobMapping | None:
-        cands = [m for m in refinements(state, state.best().mapping) if m.key() not in taken and state.legal(m)]
-        if not cands:
-            return None
-        return min(cands, key=lambda m: (state.estimate(m) or 0, m.key()))
+        """The best-estimate legal edit of the fastest kernel that is still worth climbing from:
+        a kernel stops being one after STALE_AFTER edits of it (none of which beat it, or the
+        best would have moved), and so does every kernel one edit away from it, so the climb
+        restarts from a different kernel (another family, often) rather than circling a local
+        optimum."""
+        stale = [
+            s.mapping.as_dict()
+            for s in [state.default, *state.simulated]
+            if self._tries.get(s.mapping.key(), 0) >= STALE_AFTER
+        ]
+        for base in sorted([state.default, *state.simulated], key=lambda s: (s.cycles, s.mapping.key())):
+            here = base.mapping.as_dict()
+            if self._tries.get(base.mapping.key(), 0) >= STALE_AFTER or any(distance(here, x) < 2 for x in stale):
+                continue
+            cands = [m for m in refinements(state, base.mapping) if m.key() not in taken and state.legal(m)]
+            if cands:
+                self._tries[base.mapping.key()] = self._tries.get(base.mapping.key(), 0) + 1
+                return min(cands, key=lambda m: (state.estimate(m) or 0, m.key()))
+        return None
 
 
 class SurrogateGuide:

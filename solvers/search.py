@@ -51,7 +51,7 @@ class SolveConfig:
     k: int = 1  # sizings per cost class
     # CP-SAT work for sizing the pool, in its deterministic seconds (machine-independent, so a
     # rerun proposes the same candidates; ~8 wall seconds each on the 2-core reference machine,
-    # polish included), classes nearest Candidate-0 first
+    # polish included), classes with the lowest screened estimate first
     pool_seconds: float = 2.5
     guide_options: dict[str, Any] = field(default_factory=dict)
 

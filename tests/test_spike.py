@@ -110,3 +110,23 @@ def test_prefetched_streams_run_correctly_on_spike(spk_root, tmp_path, workload)
     out = t.export(wl, tmp_path / "prefetched.c", {}, pre)
     res = _run(spk_root, out)
     assert res.returncode == 0 and "Correct result" in res.stdout, f"{res.stdout[-800:]}{res.stderr[-800:]}"
+
+
+def test_ragged_row_tiles_fed_first_run_correctly_on_spike(spk_root, tmp_path):
+    """`ragged_first` reverses the row tiles of every weight run, so the short last row tile
+    (M % DIM rows) is computed first, with the run's weights preloaded: Spike must agree."""
+    from zomboss.mapping import space
+    from zomboss.target import get_target
+
+    t = get_target("gemmini")
+    wl = t.workload("matmul:M=52,N=48,K=80,bias=1,relu=1")  # row tiles of 16, 16, 16 and 4
+    sp = space(t.kb({}), wl.op)
+    knobs = {**t.reference_mappings(wl, {})["exo"].to_json()["knobs"], "weight_reuse": "true", "inner_order": "kji"}
+    knobs.update(acc_i=4, acc_j=1, tile_i=4)
+    last, first = (sp.mapping({**knobs, "ragged_first": r}, wl.shape) for r in ("false", "true"))
+    assert not sp.violations(t.kb({}), first, wl.shape)
+    inst = t.instance(wl, {})
+    assert list(t.lower(inst, first).instrs) != list(t.lower(inst, last).instrs)  # the runs really reversed
+    out = t.export(wl, tmp_path / "ragged_first.c", {}, first)
+    res = _run(spk_root, out)
+    assert res.returncode == 0 and "Correct result" in res.stdout, f"{res.stdout[-800:]}{res.stderr[-800:]}"
