@@ -66,6 +66,30 @@ def _compiled(e: ex.Expr, known: frozenset[str]) -> Callable[[Mapping[str, objec
     return f
 
 
+_REWRITTEN: dict[int, tuple[ex.Expr, ex.Expr]] = {}
+
+
+def _rewritten(e: ex.Expr, make: Callable[[], ex.Expr]) -> ex.Expr:
+    """The tree `make` builds in place of node `e` (cdiv as a division, a shift as a product, a
+    set membership as a disjunction), built once per node, so that the folding and compile
+    caches, keyed by node, hit for every skeleton's model rather than missing on fresh trees."""
+    hit = _REWRITTEN.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    if len(_REWRITTEN) > _CACHE_LIMIT:
+        _REWRITTEN.clear()
+    out = make()
+    _REWRITTEN[id(e)] = (e, out)
+    return out
+
+
+def _truth(e: ex.Expr) -> ex.Expr:
+    """`x in {a, b}` as `x == a or x == b`; any other number `e` as `e != 0`."""
+    if isinstance(e, ex.InSet):
+        return _or_all([ex.Bin("==", e.arg, i) for i in e.items])
+    return ex.Bin("!=", e, ex.Int(0))
+
+
 class Translator:
     """Adds constraints to a CP-SAT model; `consts` are fixed names (params, workload keys,
     symbolic knob values as lower-case strings), `vars` the integer knobs."""
@@ -142,7 +166,7 @@ class Translator:
             if not isinstance(k, int):
                 raise SizingError(f"shift by a variable amount in {ex.show(e)}")
             factor = 1 << k
-            return self.term(ex.Bin("*" if e.op == "<<" else "/", e.left, ex.Int(factor)))
+            return self.term(_rewritten(e, lambda: ex.Bin("*" if e.op == "<<" else "/", e.left, ex.Int(factor))))
         if isinstance(e, ex.Bin) and e.op in ("/", "%"):
             a, b = self.term(e.left), self.term(e.right)
             if b.lo <= 0 <= b.hi:
@@ -159,7 +183,7 @@ class Translator:
             return _Term(v, 0, max(abs(b.lo), abs(b.hi)) - 1)
         if isinstance(e, ex.Call) and e.fn == "cdiv":
             num, den = e.args
-            return self.term(ex.Bin("/", ex.Bin("-", ex.Bin("+", num, den), ex.Int(1)), den))
+            return self.term(_rewritten(e, lambda: ex.Bin("/", ex.Bin("-", ex.Bin("+", num, den), ex.Int(1)), den)))
         if isinstance(e, ex.Call) and e.fn in ("min", "max"):
             a, b = self.term(e.args[0]), self.term(e.args[1])
             lo = min(a.lo, b.lo) if e.fn == "min" else max(a.lo, b.lo)
@@ -212,9 +236,7 @@ class Translator:
                 self.m.add_bool_or([left, right]).only_enforce_if(b)
                 self.m.add_bool_and([left.negated(), right.negated()]).only_enforce_if(b.negated())
             return b
-        if isinstance(e, ex.InSet):
-            return self.boolean(_or_all([ex.Bin("==", e.arg, i) for i in e.items]))
-        return self.boolean(ex.Bin("!=", e, ex.Int(0)))
+        return self.boolean(_rewritten(e, lambda: _truth(e)))
 
     def require(self, e: ex.Expr) -> None:
         """Add `e` as a hard constraint."""
