@@ -19,6 +19,7 @@ from zomboss.solvers.sizing import Sizing, SizingModel, relevant_symbolic
 
 from zomboss import expr as ex
 from zomboss.knowledge import KB
+from zomboss.lru import Lru
 from zomboss.mapping import Mapping as KnobMapping
 from zomboss.mapping import Space, iter_knob_edits, space
 
@@ -132,10 +133,7 @@ def build_pool(
     # screen: one quick sizing of every class, so that the sizing budget goes to the classes
     # with the lowest estimate first (then the nearest Candidate-0), and a class the budget
     # does not reach still offers its screened sizing
-    screened: dict[tuple[tuple[str, str], ...], Sizing | None] = {}
-    for c in classes.values():
-        model = SizingModel(sp, shape, c.members[0])
-        screened[c.key] = model.solve(est.expr if est else None, screen_limit)
+    screened = _screen(sp, shape, classes.values(), est.expr if est else None, screen_limit)
     spent = 0.0
 
     def by_estimate(c: CostClass) -> tuple[float, int, tuple[tuple[str, str], ...]]:
@@ -154,7 +152,7 @@ def build_pool(
     for c in order:
         if spent > budget_s:
             quick = screened[c.key]
-            c.sizings = [] if quick is None else [quick.values]
+            c.sizings = [] if quick is None else [dict(quick.values)]
             c.bound = None
             continue
         model = SizingModel(sp, shape, c.members[0])
@@ -173,6 +171,24 @@ def build_pool(
         spent += model.work
     t2 = time.perf_counter()
     return Pool(sp, dict(shape), list(classes.values()), len(sks), {"enumerate": t1 - t0, "size": t2 - t1}, near)
+
+
+_Screen = dict[tuple[tuple[str, str], ...], Sizing | None]
+_SCREENS = Lru(4)  # (space id, shape, limit) -> (space, screen): a process sizes a workload's pool again
+# (a rerun, a test, the exhaustive search after the guided one) without screening it again
+
+
+def _screen(
+    sp: Space, shape: Mapping[str, int], classes: Iterable[CostClass], objective: ex.Expr | None, limit: float
+) -> _Screen:
+    """One sizing of each class in `limit` deterministic seconds (None: none found)."""
+    key = (id(sp), tuple(sorted(shape.items())), limit)
+    hit = _SCREENS.get(key)
+    if hit is not None and hit[0] is sp:
+        return hit[1]
+    out: _Screen = {c.key: SizingModel(sp, shape, c.members[0]).solve(objective, limit) for c in classes}
+    _SCREENS[key] = (sp, out)
+    return out
 
 
 def interleave(*orders: list[CostClass]) -> list[CostClass]:
