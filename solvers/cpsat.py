@@ -9,9 +9,9 @@ from interval arithmetic so the model stays small.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ortools.sat.python import cp_model
 
@@ -37,50 +37,40 @@ def _iv_mul(a: _Term, b: _Term) -> tuple[int, int]:
     return min(c), max(c)
 
 
-_NAMES: dict[int, tuple[ex.Expr, frozenset[str]]] = {}
-_FUNCTIONS: dict[tuple[int, frozenset[str]], tuple[ex.Expr, Callable[[Mapping[str, object]], object]]] = {}
+_T = TypeVar("_T")
+_NAMES: dict[Hashable, tuple[ex.Expr, Any]] = {}
+_FUNCTIONS: dict[Hashable, tuple[ex.Expr, Any]] = {}
+_REWRITTEN: dict[Hashable, tuple[ex.Expr, Any]] = {}
 _CACHE_LIMIT = 200_000  # nodes of the loaded spaces' constraint trees; cleared beyond
 
 
-def _names(e: ex.Expr) -> frozenset[str]:
-    hit = _NAMES.get(id(e))
+def _per_node(table: dict[Hashable, tuple[ex.Expr, Any]], key: Hashable, e: ex.Expr, make: Callable[[], _T]) -> _T:
+    """`make()` once per node `e` (and `key`, which holds `id(e)`): the entry keeps the node, so
+    an id reused by a later node is a miss, not a stale hit."""
+    hit = table.get(key)
     if hit is not None and hit[0] is e:
         return hit[1]
-    if len(_NAMES) > _CACHE_LIMIT:
-        _NAMES.clear()
-    names = frozenset(r.name for r in ex.refs(e))
-    _NAMES[id(e)] = (e, names)
-    return names
+    if len(table) > _CACHE_LIMIT:
+        table.clear()
+    value = make()
+    table[key] = (e, value)
+    return value
+
+
+def _names(e: ex.Expr) -> frozenset[str]:
+    return _per_node(_NAMES, id(e), e, lambda: frozenset(r.name for r in ex.refs(e)))
 
 
 def _compiled(e: ex.Expr, known: frozenset[str]) -> Callable[[Mapping[str, object]], object]:
     """`e` compiled with `known` names read from the environment and the others as symbols."""
-    key = (id(e), known)
-    hit = _FUNCTIONS.get(key)
-    if hit is not None and hit[0] is e:
-        return hit[1]
-    if len(_FUNCTIONS) > _CACHE_LIMIT:
-        _FUNCTIONS.clear()
-    f = ex.compile_python(e, known.__contains__, lambda n: True)
-    _FUNCTIONS[key] = (e, f)
-    return f
-
-
-_REWRITTEN: dict[int, tuple[ex.Expr, ex.Expr]] = {}
+    return _per_node(_FUNCTIONS, (id(e), known), e, lambda: ex.compile_python(e, known.__contains__, lambda n: True))
 
 
 def _rewritten(e: ex.Expr, make: Callable[[], ex.Expr]) -> ex.Expr:
     """The tree `make` builds in place of node `e` (cdiv as a division, a shift as a product, a
     set membership as a disjunction), built once per node, so that the folding and compile
     caches, keyed by node, hit for every skeleton's model rather than missing on fresh trees."""
-    hit = _REWRITTEN.get(id(e))
-    if hit is not None and hit[0] is e:
-        return hit[1]
-    if len(_REWRITTEN) > _CACHE_LIMIT:
-        _REWRITTEN.clear()
-    out = make()
-    _REWRITTEN[id(e)] = (e, out)
-    return out
+    return _per_node(_REWRITTEN, id(e), e, make)
 
 
 def _truth(e: ex.Expr) -> ex.Expr:

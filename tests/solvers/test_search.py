@@ -101,8 +101,8 @@ def test_a_mapping_that_lowers_to_a_simulated_program_is_not_simulated_again():
     t = get_target("gemmini")
     wl = t.workload("odd_pad")
     sp = space(t.kb({}), wl.op)
-    one_block = {**t.reference_mappings(wl, {})["library"].as_dict(), "tile_i": 7, "tile_j": 4, "tile_k": 19}
-    a, b = (sp.mapping({**one_block, "loop": "sw", "tile_j": 13, "order": o}, wl.shape) for o in ("ijk", "kji"))
+    one_block = {**t.reference_mappings(wl, {})["library"].as_dict(), "tile_i": 7, "tile_j": 13, "tile_k": 19}
+    a, b = (sp.mapping({**one_block, "loop": "sw", "order": o}, wl.shape) for o in ("ijk", "kji"))
     assert a.key() != b.key() and not sp.violations(t.kb({}), a, wl.shape)
     guide = _Scripted(Proposal(a.as_dict(), source="test"), Proposal(b.as_dict(), source="test"))
     res = solve(t, wl, {}, SolveConfig(budget=4, pool_seconds=0.1), guide=guide)
