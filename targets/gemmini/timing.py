@@ -3,8 +3,9 @@
 Three decoupled engines (LOAD, EXECUTE, STORE) behind a reservation station (RS) with
 per-queue capacities, address-range dependencies between queues, a DMA that sends each row as
 the aligned power-of-two TileLink requests the RTL picks (over-fetching) with in-flight limits
-and 16-byte beats, DRAM row-buffer misses of an open-page DDR3, the execute unit's preload/compute overlap rule, config_ex draining the array,
-serialised mvouts and fences.
+(requests, and mvins per the load controller's command tracker) and 16-byte beats, DRAM
+row-buffer misses of an open-page DDR3, the execute unit's preload/compute overlap rule,
+config_ex draining the array, serialised mvouts and fences.
 
 The engine is a scoreboard evaluated in program order, which is exact for this model
 because nothing younger ever delays something older: each instruction's allocation, start
@@ -272,6 +273,9 @@ class Timing:
         self.rd_ring = [0.0] * preset.max_rd_inflight  # return times, circular
         self.rd_k = 0
         self.rd_next = [*range(1, preset.max_rd_inflight), 0]  # the ring's next slot after each
+        # LoadController's DMACommandTracker: nCmds = max_in_flight_mem_reqs / block_rows + 1 mvins
+        # hold a tracker entry from their first request until their last byte is written
+        self.ld_trk = [0.0] * (preset.max_rd_inflight // cfg.dim + 1)  # when each entry frees
         # execute engine
         self.ex_free = 0.0
         self.ex_drained = 0.0
@@ -527,6 +531,7 @@ class Timing:
         raw += [gen_prev[g] for g in gens]
         raw.append(lr.top)
         raw += self.rd_ring[self.rd_k :] + self.rd_ring[: self.rd_k]
+        raw += sorted(self.ld_trk)
         raw += self.wr_ring[self.wr_k :] + self.wr_ring[: self.wr_k]
         for q, heap in enumerate(self.rs):
             live = sorted(x for x in heap if x > now)
@@ -542,7 +547,7 @@ class Timing:
     def _engine_times(self, gen: int) -> list[float]:
         """The times a FSM generator's engine (and queue) is busy until."""
         if gen == GEN_LD:
-            return [self.ld_free, self.ld_last_done, self.rd_chan, *self.rd_ring, *self.rs[LD]]
+            return [self.ld_free, self.ld_last_done, self.rd_chan, *self.rd_ring, *self.ld_trk, *self.rs[LD]]
         if gen == GEN_EX:
             return [self.ex_free, self.ex_drained, *self.rs[EX]]
         return [self.st_done, self.wr_chan, self.wr_last_ack, *self.wr_ring, *self.rs[ST]]
@@ -754,6 +759,16 @@ class Timing:
             v = r
         if v > ready:
             ready = v
+        # A mvin starts only with a free DMACommandTracker entry (LoadController.scala:
+        # `cmd_tracker.io.alloc.ready` gates its first request), so at most nCmds loads (2 in
+        # both RTL revisions) are in flight, however few rows each moves. It takes the entry
+        # that frees first: a zero fill (ZeroWriter) between two DRAM loads frees its entry
+        # long before the older DRAM load does.
+        trk = self.ld_trk
+        v = min(trk)
+        k = trk.index(v)
+        if v > ready:
+            ready = v
         if dram == 0:  # ZeroWriter: one row (block) per cycle, no memory traffic
             busy = ready + rows * blocks
             self.ld_free = busy
@@ -765,6 +780,7 @@ class Timing:
             sram_end = ready + rows * blocks  # one SRAM row write per cycle
             self.ld_free = issue_end if issue_end > ready + rows else ready + rows
             done = (last if last > sram_end else sram_end) + self.p.spad_write_latency
+        trk[k] = done  # (the Scratchpad reports the bytes once mvin_scale has written them)
         if done < self.ld_last_done:  # the load controller reports completions in order
             done = self.ld_last_done
         self.ld_last_done = done
@@ -1100,6 +1116,7 @@ class Timing:
         rel = [getattr(self, n) - now for n in self._SCALARS]
         rel += [x - now for x in self.gen_prev[1:]]
         rel += [x - now for x in self.rd_ring[self.rd_k :] + self.rd_ring[: self.rd_k]]
+        rel += [x - now for x in sorted(self.ld_trk)]
         rel += [x - now for x in self.wr_ring[self.wr_k :] + self.wr_ring[: self.wr_k]]
         for f in (0, 1):
             rel += [self.slot_free.get((f, (self.loop_count[f] + i) % 2), 0.0) - now for i in (0, 1)]
@@ -1183,6 +1200,7 @@ class Timing:
             self.t_cpu += dt
         self.gen_prev[1:] = _moved(self.gen_prev[1:], lo, dt)
         self.rd_ring[:] = _moved(self.rd_ring, lo, dt)
+        self.ld_trk[:] = _moved(self.ld_trk, lo, dt)
         self.wr_ring[:] = _moved(self.wr_ring, lo, dt)
         for k, v in self.slot_free.items():
             if v >= lo:

@@ -67,6 +67,53 @@ def test_an_accumulator_load_waits_for_the_store_reading_its_rows(cfg):
     assert same.cycles > other.cycles
 
 
+def _small_loads(n: int) -> list[tuple]:
+    """`n` mvins of one 16-byte row each, to disjoint rows (nothing orders them but the DMA)."""
+    out: list[tuple] = [("config_ld", 0, 16, 0, 16, 1, ONE)]
+    out += [("mvin", 0x10000 + 64 * t, 16 * t, 16, 1) for t in range(n)]
+    return [*out, ("fence",)]
+
+
+def test_at_most_two_loads_have_requests_in_flight(cfg):
+    """LoadController.scala (gemmini-dosa 67ca2f9e and ucb-bar/gemmini 8c3f9923, lines 84 and 99):
+    `nCmds = (max_in_flight_mem_reqs / block_rows) + 1` = 16 / 16 + 1 = 2 DMACommandTracker
+    entries, and a mvin sends its first request only when `cmd_tracker.io.alloc.ready`. An
+    entry is held until the command's last byte has returned, so one-row mvins run two round
+    trips at a time, not sixteen (the reader's request limit)."""
+    n = 32
+    small = _run(_small_loads(n), cfg)
+    # two at a time: about n / 2 round trips in a chain
+    assert small.cycles >= n / 2 * P.rd_latency
+    # the request limit alone would allow 16 in flight: about n / 16 round trips
+    assert small.cycles > 4 * (n / 16) * P.rd_latency
+    # large mvins keep the channel busy with two in flight: the data, not the latency, sets the time
+    big = _run(
+        [("config_ld", 0, 64, 0, 16, 1, ONE)]
+        + [("mvin", 0x10000 + 1024 * t, 64 * t, 64, 16) for t in range(8)]
+        + [("fence",)],
+        cfg,
+    )
+    assert big.cycles < 8 * 1024 / P.rd_bytes_per_cycle + 3 * P.rd_latency
+
+
+def test_a_zero_fill_between_loads_does_not_serialise_them(cfg):
+    """LoadController.scala line 114 (both revisions): zero fills (DRAM address 0, served by the
+    Scratchpad's ZeroWriter) also allocate a tracker entry, and an entry is free again as soon
+    as its own command's bytes are in, whatever order the commands were sent in. A load after
+    a zero fill therefore takes the zero fill's entry and streams beside the DRAM load before
+    it, as a convolution's padded input rows do."""
+    loads = [("mvin", 0x10000 + 1024 * t, 64 * t, 64, 16) for t in range(12)]
+    plain = [("config_ld", 0, 64, 0, 16, 1, ONE), *loads, ("fence",)]
+    zeros = [("config_ld", 0, 64, 0, 16, 1, ONE)]
+    for t, ld in enumerate(loads):
+        zeros.append(ld)
+        if t % 2:
+            zeros.append(("mvin", 0, 1024 + 64 * t, 64, 1))  # one zero row in a separate region
+    zeros.append(("fence",))
+    a, b = _run(plain, cfg), _run(zeros, cfg)
+    assert b.cycles < a.cycles + 6 * 8  # each zero fill costs a few cycles, not a round trip
+
+
 # ---------------------------------------------------------------------------- DMA requests
 
 
