@@ -173,7 +173,7 @@ FIRESIM_F1_LLC = Preset(
     # This is an approximation (the LLC in front of the DRAM filters hits, and a row miss adds
     # latency rather than blocking issue); the fitted 30.4 cycles is of the order of tRP + tRCD
     # (14 + 14 DRAM clocks in that file) but was fitted, not derived. Without it the best fit of
-    # the same model is 5.7 % worst (75-cycle latency, 7 B/cycle): the A.1 rows cannot tell
+    # the same model is 5.6 % worst (74-cycle latency, 7 B/cycle): the A.1 rows cannot tell
     # latency, bandwidth and a stride effect apart otherwise.
     # cpu_issue is not identifiable from these loop_ws kernels (a few dozen CPU instructions
     # each); it stays at the reference's assumed 4 cycles (§5.2 c_cpu) and was not fitted.
