@@ -78,8 +78,8 @@ def test_at_most_two_loads_have_requests_in_flight(cfg):
     """LoadController.scala (gemmini-dosa 67ca2f9e and ucb-bar/gemmini 8c3f9923, lines 84 and 99):
     `nCmds = (max_in_flight_mem_reqs / block_rows) + 1` = 16 / 16 + 1 = 2 DMACommandTracker
     entries, and a mvin sends its first request only when `cmd_tracker.io.alloc.ready`. An
-    entry is held until the command's last byte has returned, so one-row mvins run two round
-    trips at a time, not sixteen (the reader's request limit)."""
+    entry is held until the command's last byte is in the scratchpad, so one-row mvins run two
+    round trips at a time, not sixteen (the reader's request limit)."""
     n = 32
     small = _run(_small_loads(n), cfg)
     # two at a time: about n / 2 round trips in a chain
