@@ -182,13 +182,15 @@ def _screen(
     sp: Space, shape: Mapping[str, int], classes: Iterable[CostClass], objective: ex.Expr | None, limit: float
 ) -> _Screen:
     """One sizing of each class in `limit` deterministic seconds (None: none found)."""
+
+    def screen() -> tuple[Space, _Screen]:
+        return sp, {c.key: SizingModel(sp, shape, c.members[0]).solve(objective, limit) for c in classes}
+
     key = (id(sp), tuple(sorted(shape.items())), limit)
-    hit = _SCREENS.get(key)
-    if hit is not None and hit[0] is sp:
-        return hit[1]
-    out: _Screen = {c.key: SizingModel(sp, shape, c.members[0]).solve(objective, limit) for c in classes}
-    _SCREENS[key] = (sp, out)
-    return out
+    entry = _SCREENS.get_or(key, screen)  # (get_or keeps the cache at its size)
+    if entry[0] is not sp:  # the id of a space since freed
+        entry = _SCREENS[key] = screen()
+    return entry[1]
 
 
 def interleave(*orders: list[CostClass]) -> list[CostClass]:

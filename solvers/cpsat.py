@@ -98,7 +98,7 @@ class Translator:
         self._n = 0
         self._env: dict[str, object] = {k: (v.lower() if isinstance(v, str) else v) for k, v in self.consts.items()}
         self._var_names = frozenset(self.vars)
-        self._folded: dict[int, tuple[ex.Expr, object]] = {}  # id -> (node, value); the node keeps the id its own
+        self._folded: dict[Hashable, tuple[ex.Expr, Any]] = {}  # id -> (node, value): see _per_node
 
     def _new(self, lo: int, hi: int) -> cp_model.IntVar:
         self._n += 1
@@ -108,20 +108,18 @@ class Translator:
     def const(self, e: ex.Expr) -> int | str | bool | None:
         """The value of `e` when it reads no integer knob (else None), once per node: `term`
         asks every node of a tree, and each skeleton's model asks the same trees."""
-        hit = self._folded.get(id(e))
-        if hit is not None and hit[0] is e:
-            return hit[1]  # type: ignore[return-value]
-        names = _names(e)
-        if names & self._var_names:
-            value = None
-        else:
+
+        def fold() -> object:
+            names = _names(e)
+            if names & self._var_names:
+                return None
             f = _compiled(e, frozenset(names & self._env.keys()))
             try:
-                value = f(self._env)
+                return f(self._env)
             except ZeroDivisionError:
                 raise SizingError(f"division by zero in {ex.show(e)}") from None
-        self._folded[id(e)] = (e, value)
-        return value  # type: ignore[return-value]
+
+        return _per_node(self._folded, id(e), e, fold)  # type: ignore[return-value]
 
     # -- integer terms --------------------------------------------------------------------
     def term(self, e: ex.Expr) -> _Term:
