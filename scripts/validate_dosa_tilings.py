@@ -21,8 +21,8 @@ at other DRAM addresses; tests/targets/gemmini/test_platform.py checks the two a
 five BERT rows of reference A.1 (rows 74-78) were used by the fit (`scripts/fit_gemmini_timing.py`).
 
     .venv/bin/python scripts/validate_dosa_tilings.py [--preset NAME] [--workers N] [--rows 0-73]
-        [--networks bert,resnet50,retinanet,unet] [--auto-networks bert,resnet50,retinanet]
-        [--json OUT] [--cache results/dosa_validation.jsonl]
+        [--networks bert,resnet50,retinanet,unet] [--auto-networks bert,resnet50,retinanet,unet]
+        [--set KEY=VALUE ...] [--json OUT] [--cache results/dosa_validation.jsonl]
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from zomboss.targets.gemmini.instance import ConvBuffers, MatmulBuffers
 from zomboss.targets.gemmini.kernels import run
 from zomboss.targets.gemmini.lowering import lower
 from zomboss.targets.gemmini.platform import ConvCall, MatmulCall
-from zomboss.targets.gemmini.presets import DEFAULT_PRESET, PRESETS, get_preset
+from zomboss.targets.gemmini.presets import DEFAULT_PRESET, PRESETS, Preset, get_preset
 from zomboss.targets.gemmini.simulator import simulate
 
 from zomboss.errors import ZombossError
@@ -56,6 +56,7 @@ from zomboss.target import Mode
 from zomboss.workload import Workload
 
 DATA = Path(__file__).with_name("data") / "dosa_firesim_f1.csv"
+NETWORKS = ("bert", "resnet50", "retinanet", "unet")
 FIT_ROWS = frozenset(range(74, 79))  # reference A.1: the library default at default buffer sizes
 
 
@@ -67,9 +68,9 @@ def load(path: Path = DATA) -> list[dict[str, object]]:
     return out
 
 
-def hardware(preset_name: str) -> GemminiConfig:
+def hardware(preset: str | Preset) -> GemminiConfig:
     """The scratchpad and accumulator the preset's RTL was built with (16-byte / 64-byte rows)."""
-    rtl = get_preset(preset_name).rtl
+    rtl = get_preset(preset).rtl
     return GemminiConfig.from_kb(
         machine_kb(
             (
@@ -172,7 +173,7 @@ def spec(r: dict[str, object]) -> str:
     return f"conv:N=1,H={side},W={side},C={r['C']},K={r['K']},R={rk},S={rk},stride={st},pad={rk // 2},bias=0"
 
 
-def default_row(job: tuple[dict[str, object], str]) -> tuple[int, int]:
+def default_row(job: tuple[dict[str, object], str | Preset]) -> tuple[int, int]:
     """Cycles of `zomboss default gemmini SPEC` (Candidate-0 at the instance's placement, on the
     doc's configuration), timing-only and fully simulated (a validation of the model measures
     the model itself, not its steady-state extrapolation)."""
@@ -183,7 +184,7 @@ def default_row(job: tuple[dict[str, object], str]) -> tuple[int, int]:
     return int(r["row"]), run(inst, lib, Mode.TIMING, preset=preset, extrapolate=False).cycles  # type: ignore[call-overload]
 
 
-def simulate_row(job: tuple[dict[str, object], str, str]) -> tuple[int, str, int, float, str]:
+def simulate_row(job: tuple[dict[str, object], str, str | Preset]) -> tuple[int, str, int, float, str]:
     r, kind, preset = job
     t0 = time.perf_counter()
     cfg = hardware(preset)
@@ -208,10 +209,12 @@ def ranks(xs: Sequence[float]) -> list[float]:
 
 
 def spearman(xs: Sequence[float], ys: Sequence[float]) -> float:
+    """Rank correlation; NaN where it is undefined (fewer than two rows, or all ranks tied)."""
     rx, ry = ranks(xs), ranks(ys)
     mx, my = statistics.fmean(rx), statistics.fmean(ry)
     cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry, strict=True))
-    return cov / math.sqrt(sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry))
+    var = sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry)
+    return cov / math.sqrt(var) if var > 0 else math.nan
 
 
 def layer(r: dict[str, object]) -> tuple[object, ...]:
@@ -222,13 +225,42 @@ def tiling(r: dict[str, object]) -> tuple[object, ...]:
     return (*(r[f"tile_{d}"] for d in "NQPKSRC"), r["perm"])
 
 
+def with_overrides(preset: str, sets: Sequence[str]) -> Preset:
+    """The preset with `KEY=VALUE` constants changed (`--set`): a sensitivity study, never a fit.
+    A bad key or value is reported by name."""
+    base = get_preset(preset)
+    kw: dict[str, object] = {}
+    for item in sets:
+        key, eq, value = item.partition("=")
+        old = getattr(base, key, None) if eq else None
+        if not isinstance(old, (int, float)) or isinstance(old, bool):
+            raise SystemExit(f"--set {item!r}: expected KEY=NUMBER with KEY a numeric constant of preset {preset}")
+        try:
+            kw[key] = type(old)(float(value)) if isinstance(old, float) else int(value)
+        except ValueError:
+            raise SystemExit(f"--set {item!r}: {value!r} is not a {type(old).__name__}") from None
+    return base.with_(**kw)
+
+
+def label(preset: str, sets: Sequence[str]) -> str:
+    """The cache key of a preset with overrides, e.g. `firesim-f1-llc[rd_latency=125]`."""
+    return f"{preset}[{','.join(sets)}]" if sets else preset
+
+
 def pair_agreement(
-    rows: Sequence[dict[str, object]], model: dict[int, int], gap: float = 0.10, *, distinct: bool = False
+    rows: Sequence[dict[str, object]],
+    model: dict[int, int],
+    gap: float = 0.10,
+    *,
+    distinct: bool = False,
+    network: str | None = None,
 ) -> tuple[int, int]:
     """(pairs the model orders like FireSim, pairs) over same-layer pairs differing by > gap.
 
     With `distinct`, pairs of rows with the very same tiling and permutation (repeat runs of one
-    binary: the same program, so no model can order them) are left out."""
+    binary: the same program, so no model can order them) are left out. With `network`, only the
+    pairs whose first row is of that network count (a layer shape two networks share, such as
+    RetinaNet's ResNet-50 backbone, pairs rows across them)."""
     groups: dict[tuple[object, ...], list[dict[str, object]]] = defaultdict(list)
     for r in rows:
         groups[layer(r)].append(r)
@@ -240,6 +272,8 @@ def pair_agreement(
                 if abs(mx - my) <= gap * min(mx, my):
                     continue
                 if distinct and tiling(g[x]) == tiling(g[y]):
+                    continue
+                if network is not None and g[x]["network"] != network:
                     continue
                 total += 1
                 px, py = model[int(g[x]["row"])], model[int(g[y]["row"])]  # type: ignore[call-overload]
@@ -280,8 +314,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", default="0-221", help="row range a-b (inclusive)")
     ap.add_argument(
         "--auto-networks",
-        default="bert,resnet50,retinanet",
-        help="networks whose held-out library defaults are simulated too ('' for none; unet's take hours)",
+        default="bert,resnet50,retinanet,unet",
+        help="networks whose held-out library defaults are simulated too ('' for none); one "
+        "simulation per layer, since a layer's rows ran the same library binary",
     )
     ap.add_argument(
         "--networks",
@@ -294,6 +329,14 @@ def main(argv: list[str] | None = None) -> int:
         help="networks whose held-out library rows are also run as `zomboss default gemmini SPEC` "
         "(Candidate-0 at the instance placement, e.g. resnet50)",
     )
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="change a numeric constant of the preset (e.g. rd_latency=125): a what-if study of the "
+        "validation's sensitivity, cached under its own key; repeatable",
+    )
     ap.add_argument("--json", type=Path, help="write per-row results and summaries here")
     ap.add_argument(
         "--cache",
@@ -304,9 +347,15 @@ def main(argv: list[str] | None = None) -> int:
     lo, hi = (int(x) for x in args.rows.split("-"))
     nets = set(args.networks.split(","))
     rows = [r for r in load() if lo <= int(r["row"]) <= hi and r["network"] in nets]  # type: ignore[call-overload]
-    jobs = [(r, "tiled", args.preset) for r in rows]
+    preset, key = with_overrides(args.preset, args.set), label(args.preset, args.set)
+    jobs: list[tuple[dict[str, object], str, str | Preset]] = [(r, "tiled", preset) for r in rows]
     auto_nets = {n for n in args.auto_networks.split(",") if n}
-    jobs += [(r, "auto", args.preset) for r in rows if r["network"] in auto_nets]
+    same_auto: dict[int, int] = {}  # row -> the row whose library binary (one per layer) is simulated
+    first: dict[tuple[object, ...], int] = {}
+    for r in rows:
+        if r["network"] in auto_nets:
+            same_auto[int(r["row"])] = first.setdefault(layer(r), int(r["row"]))  # type: ignore[call-overload]
+    jobs += [(r, "auto", preset) for r in rows if same_auto.get(int(r["row"])) == r["row"]]  # type: ignore[call-overload]
     jobs.sort(key=lambda j: -int(j[0]["tiled_cycles"]))  # type: ignore[call-overload]  # longest first
     t0 = time.perf_counter()
     res: dict[tuple[int, str], int] = {}
@@ -315,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cache and args.cache.exists():
         for line in args.cache.read_text().splitlines():
             c = json.loads(line)
-            if c["preset"] == args.preset:
+            if c["preset"] == key:
                 res[c["row"], c["kind"]] = c["cycles"]
                 if c["kind"] == "tiled":
                     how[c["row"]] = c["as_mapping"]
@@ -329,10 +378,12 @@ def main(argv: list[str] | None = None) -> int:
             if kind == "tiled":
                 how[row] = expressed
             if args.cache:
-                rec = {"preset": args.preset, "row": row, "kind": kind, "cycles": cyc, "as_mapping": expressed}
+                rec = {"preset": key, "row": row, "kind": kind, "cycles": cyc, "as_mapping": expressed}
                 with args.cache.open("a") as f:
                     f.write(json.dumps({**rec, "wall_s": round(wall, 1)}) + "\n")
-    print(f"preset {args.preset}: {len(todo)} simulations in {time.perf_counter() - t0:.0f} s ({len(done)} cached)\n")
+    for row, rep in same_auto.items():
+        res[row, "auto"] = res[rep, "auto"]
+    print(f"preset {key}: {len(todo)} simulations in {time.perf_counter() - t0:.0f} s ({len(done)} cached)\n")
     tiled = {row: c for (row, k), c in res.items() if k == "tiled"}
     print(f"{'row':>4} {'network':<10} {'layer':<26} {'tile N,Q,P,K,S,R,C':<24} {'perm':<8} "
           f"{'FireSim':>11} {'model':>11} {'error':>7}  as a mapping")  # fmt: skip
@@ -343,13 +394,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r['row']:>4} {r['network']:<10} {name:<26} {tile:<24} {r['perm']:<8} {x:>11,} {m:>11,} "
               f"{100 * (m - x) / x:>+6.1f}%  {how[int(r['row'])]}")  # fmt: skip
     print("\nexplicit tilings (target.gemmini_cycle; validation only, never fitted):")
-    report: dict[str, object] = {"preset": args.preset}
+    report: dict[str, object] = {"preset": key}
     report["tiled"] = summary("all", rows, tiled, "tiled_cycles")
     for op in ("matmul", "conv"):
         sub = [r for r in rows if r["op"] == op]
         if len(sub) > 2:
             report[f"tiled_{op}"] = summary(f"  {op}", sub, tiled, "tiled_cycles")
-    for net in ("bert", "resnet50", "retinanet", "unet"):
+    for net in NETWORKS:
         sub = [r for r in rows if r["network"] == net]
         if len(sub) > 2:
             report[f"tiled_{net}"] = summary(f"  {net}", sub, tiled, "tiled_cycles")
@@ -371,6 +422,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  of them with different tilings (not repeat runs of one binary): {d_total}; model orders "
               f"{d_agree} ({100 * d_agree / d_total:.1f}%) the same way")  # fmt: skip
     report["pairs_distinct_tilings"] = {"agree": d_agree, "total": d_total}
+    by_net = {n: pair_agreement(rows, tiled, distinct=True, network=n) for n in NETWORKS}
+    by_net = {n: at for n, at in by_net.items() if at[1]}
+    if by_net:
+        print("  by network: " + ", ".join(f"{n} {a}/{t}" for n, (a, t) in by_net.items()))
+    report["pairs_distinct_by_network"] = {n: {"agree": a, "total": t} for n, (a, t) in by_net.items()}
     if auto_nets:
         auto = {row: c for (row, k), c in res.items() if k == "auto"}
         print("\nheld-out library defaults (target.gemmini_auto_cycle; only rows 74-78 were fitted):")
@@ -380,7 +436,7 @@ def main(argv: list[str] | None = None) -> int:
         held = [r for r in rows if int(r["row"]) not in FIT_ROWS and (int(r["row"]), "auto") in res]  # type: ignore[call-overload]
         if held:
             report["auto_held_out"] = summary("all held out", held, auto, "auto_cycles")
-        for net in ("bert", "resnet50", "retinanet", "unet"):
+        for net in NETWORKS:
             sub = [r for r in held if r["network"] == net]
             if len(sub) > 2:
                 report[f"auto_{net}"] = summary(f"  {net}", sub, auto, "auto_cycles")
@@ -399,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
         for r in picked:
             seen_specs.setdefault(spec(r), r)
         with ProcessPoolExecutor(max_workers=args.workers) as pool:
-            dres = dict(pool.map(default_row, [(r, args.preset) for r in seen_specs.values()]))
+            dres = dict(pool.map(default_row, [(r, preset) for r in seen_specs.values()]))
         by_spec = {sp: dres[int(r["row"])] for sp, r in seen_specs.items()}  # type: ignore[call-overload]
         dmodel = {int(r["row"]): by_spec[spec(r)] for r in picked}  # type: ignore[call-overload]
         print(f"\nheld-out rows as `zomboss default gemmini SPEC` ({', '.join(sorted(default_nets))}; never fitted):")
