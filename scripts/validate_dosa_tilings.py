@@ -281,6 +281,27 @@ def pair_agreement(
     return agree, total
 
 
+def repeatability(rows: Sequence[dict[str, object]], kind: str) -> dict[str, float]:
+    """How far FireSim's cycles of one program spread over the runs that measured it: a floor
+    under any model's error. A layer's library default ('auto') ran in each of the three
+    predictor binaries (and twice in one binary where a network repeats a layer); a 'tiled'
+    program ran more than once where two predictors chose the same tiling. Spread of a group:
+    max / min - 1."""
+    groups: dict[tuple[object, ...], list[int]] = defaultdict(list)
+    for r in rows:
+        key = layer(r) if kind == "auto" else (*layer(r), *tiling(r))
+        groups[key].append(int(r[f"{kind}_cycles"]))  # type: ignore[call-overload]
+    spreads = [max(c) / min(c) - 1 for c in groups.values() if len(c) > 1]
+    if not spreads:
+        return {"groups": 0}
+    return {
+        "groups": len(spreads),
+        "median_spread": statistics.median(spreads),
+        "max_spread": max(spreads),
+        "over_10pct": sum(x > 0.10 for x in spreads),
+    }
+
+
 def summary(label: str, rows: Sequence[dict[str, object]], model: dict[int, int], key: str) -> dict[str, float]:
     errs = [(model[int(r["row"])] - int(r[key])) / int(r[key]) for r in rows]  # type: ignore[call-overload]
     worst = max(range(len(errs)), key=lambda i: abs(errs[i]))
@@ -427,6 +448,14 @@ def main(argv: list[str] | None = None) -> int:
     if by_net:
         print("  by network: " + ", ".join(f"{n} {a}/{t}" for n, (a, t) in by_net.items()))
     report["pairs_distinct_by_network"] = {n: {"agree": a, "total": t} for n, (a, t) in by_net.items()}
+    for kind in ("tiled", "auto"):
+        spread = report[f"repeatability_{kind}"] = repeatability(rows, kind)
+        if spread["groups"]:
+            print(
+                f"FireSim repeat runs of one {'tiling' if kind == 'tiled' else 'library default'}: {spread['groups']} "
+                f"programs, spread median {100 * spread['median_spread']:.1f}%, max {100 * spread['max_spread']:.1f}%, "
+                f"{spread['over_10pct']} over 10%"
+            )
     if auto_nets:
         auto = {row: c for (row, k), c in res.items() if k == "auto"}
         print("\nheld-out library defaults (target.gemmini_auto_cycle; only rows 74-78 were fitted):")

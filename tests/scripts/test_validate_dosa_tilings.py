@@ -83,3 +83,15 @@ def test_one_row_runs_and_caches_under_its_override_key(v, tmp_path, capsys):
     assert v.main([*argv, "--cache", str(cache), "--json", str(out)]) == 0  # the base preset: not cached
     assert json.loads(out.read_text())["tiled_rows"]["1"][1] < slower
     assert "2 simulations" in capsys.readouterr().out
+
+
+def test_repeatability_groups_runs_of_one_program(v):
+    rows = [_row(0, "resnet50", 100, 1), _row(1, "resnet50", 130, 1), _row(2, "resnet50", 90, 2)]
+    for r, auto in zip(rows, (50, 55, 60), strict=True):
+        r["auto_cycles"] = auto
+    tiled = v.repeatability(rows, "tiled")  # rows 0 and 1 ran one tiling; row 2 another, once
+    assert (tiled["groups"], tiled["over_10pct"]) == (1, 1)
+    assert tiled["max_spread"] == pytest.approx(0.30)
+    auto = v.repeatability(rows, "auto")  # one layer: the library default ran three times
+    assert auto["groups"] == 1 and auto["median_spread"] == pytest.approx(0.20)
+    assert v.repeatability(rows[2:], "tiled") == {"groups": 0}
