@@ -15,6 +15,11 @@ accumulator, which the explicit tilings need), simulates it timing-only and repo
 * for pairs of rows of the same layer whose measured cycles differ by more than 10 %, the
   share the model orders the same way (what a search relies on).
 
+With a preset that models the LLC (`firesim-f1-llc-cache`) each tiled program runs on the cache
+its layer's library run left, as in the binary (the template times the library run, then the
+tiled one, on the same arrays); a library run starts on an empty cache (what the previous layer
+left is not replayed).
+
 The held-out library defaults (`auto_cycles`) are reported per network, as the dosa library's
 tiled_*_auto programs (what `zomboss default gemmini conv:...,bias=0` simulates on this preset,
 at other DRAM addresses; tests/targets/gemmini/test_platform.py checks the two agree). Only the
@@ -44,6 +49,7 @@ from zomboss.targets.gemmini.config import GemminiConfig, machine_kb
 from zomboss.targets.gemmini.dram import Dram
 from zomboss.targets.gemmini.instance import ConvBuffers, MatmulBuffers
 from zomboss.targets.gemmini.kernels import run
+from zomboss.targets.gemmini.llc import Llc
 from zomboss.targets.gemmini.lowering import lower
 from zomboss.targets.gemmini.platform import ConvCall, MatmulCall
 from zomboss.targets.gemmini.presets import DEFAULT_PRESET, PRESETS, Preset, get_preset
@@ -188,7 +194,11 @@ def simulate_row(job: tuple[dict[str, object], str, str | Preset]) -> tuple[int,
     r, kind, preset = job
     t0 = time.perf_counter()
     cfg = hardware(preset)
-    cyc = simulate(program(r, kind), cfg, None, functional=False, check=False, preset=preset).cycles
+    p = get_preset(preset)
+    llc = Llc(p.llc_sets, p.llc_ways, p.llc_block_bytes) if p.llc_sets else None
+    if llc is not None and kind == "tiled":  # the binary ran the layer's library default just before
+        simulate(program(r, "auto"), cfg, None, functional=False, check=False, preset=p, llc=llc)
+    cyc = simulate(program(r, kind), cfg, None, functional=False, check=False, preset=p, llc=llc).cycles
     expressed = as_mapping(r, cfg) if kind == "tiled" else ""
     return int(r["row"]), kind, cyc, time.perf_counter() - t0, expressed  # type: ignore[call-overload]
 

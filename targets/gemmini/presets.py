@@ -97,6 +97,13 @@ class Preset:
     # ddr3-FRFCFS-16G-4R-2133-OP.conf: open page, column bits 0-12, bank 13-15, rank 16-17, row 18+)
     dram_row_bytes: int = 8192  # one row buffer: the column bits below mm_bankAddr_offset = 13
     dram_row_buffers: int = 32  # 8 banks x 4 ranks, one open row each
+    # The LLC in front of the DRAM (llc.py; 0 sets: not modelled, every read pays rd_latency and
+    # the row-miss stall). Modelled, a read that hits pays rd_latency only and one that misses
+    # also llc_miss_latency and the row-miss stall; mvouts allocate their blocks.
+    llc_sets: int = 0
+    llc_ways: int = 8
+    llc_block_bytes: int = 128
+    llc_miss_latency: float = 0.0  # [fitted]
     spad_write_latency: float = 4  # mvin scale pipeline (mvin_scale_args latency 4)
     array_latency: float = 40  # 2*DIM + 8: skew + PE rows + de-skew + SRAM/acc latency [INFERRED §5.1]
     store_queue: float = 2  # acc read (acc_latency 2) ahead of the scale pipeline [INFERRED §5.2]
@@ -222,7 +229,46 @@ FIRESIM_F1_LLC_CURRENT = replace(
     rtl=CURRENT_RTL,
 )
 
-PRESETS: dict[str, Preset] = {p.name: p for p in (FIRESIM_F1_LLC, FIRESIM_F1_LLC_CURRENT, DRAM)}
+FIRESIM_F1_LLC_CACHE = replace(
+    FIRESIM_F1_LLC,
+    name="firesim-f1-llc-cache",
+    doc=(
+        "The firesim-f1-llc platform with its 4 MiB LLC modelled (llc.py: 4096 sets x 8 ways x 128-byte "
+        "blocks, LRU): reads that miss pay a fitted extra latency and the DRAM row-miss stall, hits "
+        "neither; fitted to the same five A.1 runs, replaying the binary's history. Never extrapolates "
+        "(slower to simulate)."
+    ),
+    # Fitted by scripts/fit_gemmini_timing.py --llc (see there) on the five A.1 library runs,
+    # replayed in the BERT binary's order with one cache (layer 0 cold, each later one after the
+    # previous layer's tiled run). It prints:
+    #   shape (M x K -> N)   tiles    measured      model    error
+    #   128 x 768 -> 768     5,5,48    345,931    358,191    +3.5%
+    #   128 x 64 -> 128      5,6,4       6,706      6,931    +3.4%
+    #   128 x 128 -> 64      8,4,8       7,517      7,253    -3.5%
+    #   128 x 768 -> 3072    5,5,48  1,533,044  1,492,701    -2.6%
+    #   128 x 3072 -> 768    5,5,51  1,518,059  1,547,958    +2.0%
+    # The A.1 rows do not identify the miss penalty: the best point of every penalty from 0 to
+    # 90 cycles is within 5 % (3.2 % at 0, 150 is not). The library runs of the 23 UNet layers
+    # (5-40 MB each, cold cache) decide it: median error 6.8 % at a penalty of 0, 2.8 % at 30,
+    # 2.7 % at 60 (taken), 5.7 % at 90 (rms log error 0.321, 0.276, 0.258, 0.247). The script
+    # first took the least rms log error (90); that criterion was changed to the median after
+    # seeing these, because the rms is carried by layers a memory constant does not explain (see
+    # the script). Read latency, bandwidth and row-miss stall were refitted with it: LLC hits
+    # arrive 90 cycles after the request at up to 12 B/cycle (the single-channel preset's 58
+    # cycles and 7.8 B/cycle blend hits and misses), a miss 60 cycles later.
+    rd_latency=90.0,
+    wr_latency=90.0,
+    rd_bytes_per_cycle=12.0,
+    wr_bytes_per_cycle=12.0,
+    dram_row_miss=40.0,
+    kernel_overhead=1425.0,
+    llc_miss_latency=60.0,
+    llc_sets=4096,
+    llc_ways=8,
+    llc_block_bytes=128,
+)
+
+PRESETS: dict[str, Preset] = {p.name: p for p in (FIRESIM_F1_LLC, FIRESIM_F1_LLC_CURRENT, FIRESIM_F1_LLC_CACHE, DRAM)}
 DEFAULT_PRESET = FIRESIM_F1_LLC.name
 
 

@@ -20,6 +20,7 @@ from zomboss.targets.gemmini.config import DOC, GemminiConfig
 from zomboss.targets.gemmini.dram import Dram
 from zomboss.targets.gemmini.functional import Machine
 from zomboss.targets.gemmini.isa import LOOP_CONV_CONFIGS, LOOP_WS_CONFIGS, check_shape, operands, queues
+from zomboss.targets.gemmini.llc import Llc
 from zomboss.targets.gemmini.loops import Expansion, LoopFsm, UnsupportedLoop, expand_loop_conv_ws, expand_loop_ws
 from zomboss.targets.gemmini.numerics import ONE_F32_BITS
 from zomboss.targets.gemmini.platform import check_loop
@@ -72,6 +73,7 @@ class _Run:
         rtl: Rtl,
         budget: int | None = None,
         extrapolate: bool = False,
+        llc: Llc | None = None,
     ):
         self.cfg = cfg
         self.rtl = rtl
@@ -79,7 +81,7 @@ class _Run:
         self.executed = 0
         self.checker = kb_checker(cfg) if check else None
         self.machine = Machine(cfg, dram if dram is not None else Dram()) if functional else None
-        self.tm = Timing(cfg, timing) if timing is not None else None
+        self.tm = Timing(cfg, timing, llc) if timing is not None else None
         self.fsm = {WS_FSM: LoopFsm(), CONV_FSM: LoopFsm()}
         self.counts: Counter[str] = Counter()
         self.st_scale_bits = ONE_F32_BITS
@@ -87,7 +89,8 @@ class _Run:
         # A skipped nest iteration is never executed, so only runs without the rule checker skip
         # them; a skipped FSM group inside a loop the checker vouched for (`Checker.block`)
         # has been checked, so checked runs may extrapolate the loops' timing.
-        timed_only = bool(extrapolate) and self.tm is not None and self.machine is None
+        # A modelled LLC is not part of the steady state: a skipped period would leave it stale.
+        timed_only = bool(extrapolate) and self.tm is not None and self.tm.llc is None and self.machine is None
         self.extrapolating = timed_only and self.checker is None
         self.extrapolating_loops = timed_only
         self.policy = POLICY
@@ -240,6 +243,7 @@ def simulate(
     check: bool = True,
     max_instructions: int | None = None,
     extrapolate: bool = False,
+    llc: Llc | None = None,
 ) -> SimResult:
     """Simulate `program`; raises IllegalProgram on the first instruction that breaks a doc rule.
 
@@ -249,10 +253,13 @@ def simulate(
     beyond; a loop's commands are counted before it runs). Hardware loops run as the preset's
     RTL revision runs them (`platform.check_loop` refuses what it cannot run).
     `extrapolate` lets a timing-only run of a program that keeps its loop nest skip steady
-    periods (`zomboss.steady`); the stats say how much was skipped.
+    periods (`zomboss.steady`); the stats say how much was skipped. A preset that models an
+    LLC never extrapolates. `llc` is the cache the run starts with and leaves its state in
+    (for a preset that models one; default: an empty cache): pass one to run kernels one after
+    another as a binary does.
     """
     p = get_preset(preset)
-    run = _Run(cfg, dram, functional, p if timing else None, check, p.rtl, max_instructions, extrapolate)
+    run = _Run(cfg, dram, functional, p if timing else None, check, p.rtl, max_instructions, extrapolate, llc)
     source = str(program.meta.get("path", "")) if program.meta else ""
     try:
         run.run(program)

@@ -4,7 +4,8 @@ Three decoupled engines (LOAD, EXECUTE, STORE) behind a reservation station (RS)
 per-queue capacities, address-range dependencies between queues, a DMA that sends each row as
 the aligned power-of-two TileLink requests the RTL picks (over-fetching) with in-flight limits
 (requests, and mvins per the load controller's command tracker) and 16-byte beats, DRAM
-row-buffer misses of an open-page DDR3, the execute unit's preload/compute overlap rule,
+row-buffer misses of an open-page DDR3 (behind the preset's LLC, if it models one: `llc.py`),
+the execute unit's preload/compute overlap rule,
 config_ex draining the array, serialised mvouts and fences.
 
 The engine is a scoreboard evaluated in program order, which is exact for this model
@@ -47,6 +48,7 @@ from heapq import heappop, heappush
 import numpy as np
 from zomboss.targets.gemmini.config import GemminiConfig
 from zomboss.targets.gemmini.isa import EX, GARBAGE, IS_ACC, LD, READ_FULL, ST, queues
+from zomboss.targets.gemmini.llc import Llc
 from zomboss.targets.gemmini.loops import CPU, EXECUTES, GEN_EX, GEN_LD, GEN_ST, Entry
 from zomboss.targets.gemmini.presets import Preset
 
@@ -239,7 +241,7 @@ class _LoopRun:
 class Timing:
     """Scoreboard state; `step` times one instruction and returns its RS allocation time."""
 
-    def __init__(self, cfg: GemminiConfig, preset: Preset) -> None:
+    def __init__(self, cfg: GemminiConfig, preset: Preset, llc: Llc | None = None) -> None:
         self.cfg, self.p = cfg, preset
         self.store_fixed_acc = preset.store_fixed_acc
         self.dim = cfg.dim
@@ -294,6 +296,11 @@ class Timing:
         self.row_shift = preset.dram_row_bytes.bit_length() - 1
         self.open_rows = [-1] * preset.dram_row_buffers
         self.row_last = -1
+        # the LLC (a given one carries what earlier kernels left in it), and its read outcomes
+        self.llc = None
+        if preset.llc_sets:
+            self.llc = llc if llc is not None else Llc(preset.llc_sets, preset.llc_ways, preset.llc_block_bytes)
+        self.llc_hits = self.llc_misses = 0
         # per-row dependency tables [spad, acc]: completion of the latest write (load or
         # execute) and of the latest read (execute or store) of every row. In the accumulator,
         # `w`/`r` share one table for load writes and store reads (the array never reads it: WS
@@ -360,6 +367,7 @@ class Timing:
             "rd_fetched_bytes": self.rd_fetched,
             "wr_bytes": self.wr_bytes,
             "dram_row_misses": self.row_misses,
+            **({"llc_read_hits": self.llc_hits, "llc_read_misses": self.llc_misses} if self.llc is not None else {}),
             "pairs": self.pairs,
             "overlapped_pairs": self.overlapped,
             "ex_busy": self.ex_busy,
@@ -690,6 +698,8 @@ class Timing:
         `rd_ring` is a circular buffer of the data-return times of the last max_rd_inflight
         requests: a request may issue once the one max_rd_inflight before it has returned.
         """
+        if self.llc is not None:
+            return self._read_rows_llc(t, addr, nrows, nbytes, stride)
         p = self.p
         lat = p.rd_latency
         page_shift = self.row_shift
@@ -712,6 +722,51 @@ class Timing:
             k = nxt[k]
             t += 1
         self.rd_chan, self.rd_k = chan, k
+        self.rd_packets += len(plan)
+        self.rd_bytes += nrows * nbytes
+        self.rd_fetched += fetched
+        return t, chan
+
+    def _read_rows_llc(self, t: float, addr: int, nrows: int, nbytes: int, stride: int) -> tuple[float, float]:
+        """`_read_rows` behind the LLC: a request that hits returns after rd_latency; one that
+        misses also waits llc_miss_latency for the DRAM and pays the row-miss stall if it opens
+        another DRAM row (only misses reach the DRAM). Both share the one return channel."""
+        p, llc = self.p, self.llc
+        assert llc is not None
+        lat, miss_lat = p.rd_latency, p.rd_latency + p.llc_miss_latency
+        page_shift, shift, touch = self.row_shift, llc.shift, llc.touch
+        ring, nxt, k = self.rd_ring, self.rd_next, self.rd_k
+        chan = self.rd_chan
+        last_page = self.row_last
+        cyc_per_beat = p.beat_bytes / p.rd_bytes_per_cycle
+        plan, fetched = read_plan(addr % p.max_packet, nrows, nbytes, stride, p.max_packet, p.beat_bytes, cyc_per_beat)
+        last_block, hit = -1, True
+        hits = 0
+        for off, occ in plan:
+            free = ring[k]
+            if free > t:
+                t = free
+            a = addr + off
+            block = a >> shift
+            if block != last_block:  # (a request never spans blocks: both are aligned powers of 2)
+                hit = touch(block)
+                last_block = block
+            if hit:
+                hits += 1
+                arrive = t + lat
+            else:
+                page = a >> page_shift
+                if page != last_page:
+                    t += self._row_miss(page)
+                    last_page = page
+                arrive = t + miss_lat
+            chan = (arrive if arrive > chan else chan) + occ
+            ring[k] = chan
+            k = nxt[k]
+            t += 1
+        self.rd_chan, self.rd_k = chan, k
+        self.llc_hits += hits
+        self.llc_misses += len(plan) - hits
         self.rd_packets += len(plan)
         self.rd_bytes += nrows * nbytes
         self.rd_fetched += fetched
@@ -1042,6 +1097,9 @@ class Timing:
                 k = k + 1 if k + 1 < maxq else 0
                 npk += 1
         self.wr_chan, self.wr_k = chan, k
+        if self.llc is not None:  # write-back, write-allocate: written blocks displace others
+            for a in addrs:
+                self.llc.touch_range(a, nbytes)
         if ack > self.wr_last_ack:
             self.wr_last_ack = ack
         done = tt if tt > t0 + n_sram else t0 + n_sram  # complete once every row left the SRAM
