@@ -299,6 +299,8 @@ class Timing:
         # the LLC (a given one carries what earlier kernels left in it), and its read outcomes
         self.llc = None
         if preset.llc_sets:
+            if preset.llc_block_bytes < preset.max_packet:  # (`_read_rows_llc`: one block per request)
+                raise ValueError(f"LLC blocks of {preset.llc_block_bytes} B are smaller than a DMA request")
             self.llc = llc if llc is not None else Llc(preset.llc_sets, preset.llc_ways, preset.llc_block_bytes)
         self.llc_hits = self.llc_misses = 0
         # per-row dependency tables [spad, acc]: completion of the latest write (load or

@@ -88,3 +88,8 @@ def test_without_an_llc_nothing_changes_and_a_cached_preset_never_extrapolates(c
     fast = plain.with_(cpu_issue=0.0, kernel_overhead=0.0)
     assert "extrapolation" in _run(_loads(0x10000, 8), cfg, preset=fast, extrapolate=True).stats
     assert "extrapolation" not in _run(_loads(0x10000, 8), cfg, extrapolate=True).stats  # stale cache otherwise
+
+
+def test_blocks_smaller_than_a_dma_request_are_refused(cfg):
+    with pytest.raises(ValueError, match="smaller than a DMA request"):
+        _run(_loads(0x10000, 1), cfg, preset=CACHED.with_(llc_block_bytes=32))
