@@ -50,9 +50,8 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 
-from validate_dosa_tilings import FIT_ROWS, hardware, load, program
+from validate_dosa_tilings import FIT_ROWS, dim_tiles, hardware, load, program
 from zomboss.targets.gemmini import TARGET, platform
-from zomboss.targets.gemmini.llc import Llc
 from zomboss.targets.gemmini.mapping import library_default
 from zomboss.targets.gemmini.platform import MatmulCall
 from zomboss.targets.gemmini.presets import (
@@ -112,7 +111,7 @@ def binary_history() -> list[tuple[Program, Program]]:
         assert (int(r["P"]), int(r["C"]), int(r["K"])) == (x.m, x.k, x.n), (n, x)  # type: ignore[call-overload]
         a, b, c = BASE, BASE + ARRAY_BYTES, BASE + 2 * ARRAY_BYTES
         call = MatmulCall(x.m, x.n, x.k, a, b, 0, c, x.k, x.n, x.n, x.n, repeating_bias=True)
-        tiles = [1 if int(r[f"tile_{d}"]) < 16 else int(r[f"tile_{d}"]) >> 4 for d in "PKC"]  # type: ignore[call-overload]
+        tiles = [dim_tiles(int(r[f"tile_{d}"])) for d in "PKC"]  # type: ignore[call-overload]
         auto = platform.tiled_matmul_auto(call, lib_cfg)
         tiled = platform.tiled_matmul(call, lib_cfg, *tiles, str(r["perm"]))
         out.append((Program("gemmini", tuple(auto), {}), Program("gemmini", tuple(tiled), {})))
@@ -133,7 +132,7 @@ def simulate_all(values: tuple[tuple[str, float], ...], overhead: float = 0.0) -
     cfg = TARGET.config({})
     preset = preset_for(dict(values), overhead)
     if preset.llc_sets:
-        cfg, llc = hardware(preset), Llc(preset.llc_sets, preset.llc_ways, preset.llc_block_bytes)
+        cfg, llc = hardware(preset), preset.new_llc()
         out = []
         for auto, tiled in binary_history():
             out.append(simulate(auto, cfg, None, functional=False, check=False, preset=preset, llc=llc).cycles)
@@ -214,7 +213,7 @@ def unet_loss(job: tuple[tuple[tuple[str, float], ...], float]) -> tuple[float, 
     errs = []
     for r in load():
         if 51 <= int(r["row"]) <= 73:  # type: ignore[call-overload]  # the UNet layers, one run each
-            llc = Llc(preset.llc_sets, preset.llc_ways, preset.llc_block_bytes)
+            llc = preset.new_llc()
             cyc = simulate(program(r, "auto"), cfg, None, functional=False, check=False, preset=preset, llc=llc).cycles
             errs.append(cyc / int(r["auto_cycles"]) - 1)  # type: ignore[call-overload]
     return statistics.median(abs(e) for e in errs), math.sqrt(statistics.fmean(math.log1p(e) ** 2 for e in errs))

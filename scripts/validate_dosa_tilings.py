@@ -49,7 +49,6 @@ from zomboss.targets.gemmini.config import GemminiConfig, machine_kb
 from zomboss.targets.gemmini.dram import Dram
 from zomboss.targets.gemmini.instance import ConvBuffers, MatmulBuffers
 from zomboss.targets.gemmini.kernels import run
-from zomboss.targets.gemmini.llc import Llc
 from zomboss.targets.gemmini.lowering import lower
 from zomboss.targets.gemmini.platform import ConvCall, MatmulCall
 from zomboss.targets.gemmini.presets import DEFAULT_PRESET, PRESETS, Preset, get_preset
@@ -88,7 +87,7 @@ def hardware(preset: str | Preset) -> GemminiConfig:
     )
 
 
-def _tiles(x: int) -> int:
+def dim_tiles(x: int) -> int:
     return 1 if x < 16 else x >> 4  # matmul_tilings.c: element tile -> DIM tiles
 
 
@@ -107,7 +106,7 @@ def _build(r: dict[str, object], kind: str) -> tuple[Program, Workload, MatmulBu
         if kind == "auto":
             instrs = platform.tiled_matmul_auto(call, lib_cfg)
         else:
-            t = (_tiles(int(r["tile_P"])), _tiles(int(r["tile_K"])), _tiles(int(r["tile_C"])))  # type: ignore[call-overload]
+            t = (dim_tiles(int(r["tile_P"])), dim_tiles(int(r["tile_K"])), dim_tiles(int(r["tile_C"])))  # type: ignore[call-overload]
             instrs = platform.tiled_matmul(call, lib_cfg, *t, str(r["perm"]))
         wl = Workload(f"row{r['row']}", "matmul", {"M": i, "N": j, "K": k, "bias": 0, "relu": 0})
         bufs: MatmulBuffers | ConvBuffers = MatmulBuffers(a, b, c)
@@ -138,7 +137,7 @@ def as_mapping(r: dict[str, object], cfg: GemminiConfig) -> str:
     prog, wl, bufs = _build(r, "tiled")
     values: dict[str, object]
     if r["op"] == "matmul":
-        values = {f"tile_{x}": _tiles(int(r[f"tile_{d}"])) for x, d in (("i", "P"), ("j", "K"), ("k", "C"))}  # type: ignore[call-overload]
+        values = {f"tile_{x}": dim_tiles(int(r[f"tile_{d}"])) for x, d in (("i", "P"), ("j", "K"), ("k", "C"))}  # type: ignore[call-overload]
         values.update(loop="hw", order=platform.matmul_order(str(r["perm"])), acc_init="overwrite")
     else:
         t = {d: int(r[f"tile_{d}"]) for d in "NQPKSRC"}  # type: ignore[call-overload]
@@ -195,7 +194,7 @@ def simulate_row(job: tuple[dict[str, object], str, str | Preset]) -> tuple[int,
     t0 = time.perf_counter()
     cfg = hardware(preset)
     p = get_preset(preset)
-    llc = Llc(p.llc_sets, p.llc_ways, p.llc_block_bytes) if p.llc_sets else None
+    llc = p.new_llc()
     if llc is not None and kind == "tiled":  # the binary ran the layer's library default just before
         simulate(program(r, "auto"), cfg, None, functional=False, check=False, preset=p, llc=llc)
     cyc = simulate(program(r, kind), cfg, None, functional=False, check=False, preset=p, llc=llc).cycles

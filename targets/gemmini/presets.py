@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from zomboss.targets.gemmini.llc import Llc
+
 from zomboss.errors import ZombossError
 
 
@@ -116,6 +118,10 @@ class Preset:
         """Fixed cycles of a mvout from the accumulator: the acc read, the RTL's acc_scale pipeline
         (8 stages in defaultConfig, 1 in dummy16Config) and queues [INFERRED §5.2]."""
         return self.store_queue + self.rtl.acc_scale_latency + 2
+
+    def new_llc(self) -> Llc | None:
+        """An empty cache of this preset's LLC (None: the preset does not model one)."""
+        return Llc(self.llc_sets, self.llc_ways, self.llc_block_bytes) if self.llc_sets else None
 
     def with_(self, **kw: object) -> Preset:
         """A copy with some constants changed (sensitivity studies and the fitting script)."""

@@ -301,7 +301,7 @@ class Timing:
         if preset.llc_sets:
             if preset.llc_block_bytes < preset.max_packet:  # (`_read_rows_llc`: one block per request)
                 raise ValueError(f"LLC blocks of {preset.llc_block_bytes} B are smaller than a DMA request")
-            self.llc = llc if llc is not None else Llc(preset.llc_sets, preset.llc_ways, preset.llc_block_bytes)
+            self.llc = llc if llc is not None else preset.new_llc()
         self.llc_hits = self.llc_misses = 0
         # per-row dependency tables [spad, acc]: completion of the latest write (load or
         # execute) and of the latest read (execute or store) of every row. In the accumulator,

@@ -54,7 +54,7 @@ def _run(lines, cfg, llc=None, preset=CACHED, **kw):
 
 
 def test_a_warm_cache_saves_the_miss_latency(cfg):
-    llc = Llc(CACHED.llc_sets, CACHED.llc_ways, CACHED.llc_block_bytes)
+    llc = CACHED.new_llc()
     cold = _run(_loads(0x10000, 8), cfg, llc)
     warm = _run(_loads(0x10000, 8), cfg, llc)  # the same data again: every request hits
     assert cold.stats["llc_read_misses"] == cold.stats["rd_packets"] and cold.stats["llc_read_hits"] == 0
@@ -73,7 +73,7 @@ def test_a_cache_too_small_for_the_data_misses_again(cfg):
 
 
 def test_a_mvout_allocates_its_blocks(cfg):
-    llc = Llc(CACHED.llc_sets, CACHED.llc_ways, CACHED.llc_block_bytes)
+    llc = CACHED.new_llc()
     store = [("config_st", 64, 0, ONE, 0, 0, 0, 0, 0, 0, 0, 0, 0), ("mvout", 0x40000, acc_addr(0), 64, 16), ("fence",)]
     _run(store, cfg, llc)
     back = _run([("config_ld", 0, 64, 0, 16, 1, ONE), ("mvin", 0x40000, 0, 64, 16), ("fence",)], cfg, llc)
