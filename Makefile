@@ -27,7 +27,7 @@ lint: install
 	$(BIN)/ruff format --check .
 
 typecheck: install
-	$(BIN)/mypy zomboss solvers targets
+	$(BIN)/mypy zomboss targets
 
 unit: install
 	$(BIN)/pytest -n 2 -m "not slow"

@@ -15,10 +15,9 @@ import random
 import statistics
 import time
 
-from zomboss.solvers.candidates import build_pool
-from zomboss.solvers.enumerate import skeletons
-from zomboss.solvers.ranking import spearman
+from ranking import spearman
 
+from zomboss.solvers.space import build_pool, skeletons
 from zomboss.target import Mode, get_target, target_names
 
 

@@ -15,8 +15,8 @@ import json
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from zomboss.candidate import default_result
 from zomboss.target import get_target, target_names
+from zomboss.verify import default_result
 
 OUT = Path(__file__).parents[1] / "tests" / "data" / "defaults_golden.json"
 

@@ -16,8 +16,8 @@ import json
 import sys
 import time
 
-from zomboss.candidate import default_result, library_default
 from zomboss.target import Mode, get_target
+from zomboss.verify import default_result, library_default
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,7 @@
 """How well the doc's cost estimate ranks legal mappings, per instance and per op family.
 
 A fixed random sample of legal mappings per instance (drawn without any cost model:
-`solvers.ranking.random_mappings`) is simulated timing-only once (the cycles are cached in
+`scripts/ranking.py`) is simulated timing-only once (the cycles are cached in
 `--cache`, keyed by target code and mapping, so a changed estimate is re-scored without
 re-simulating), and Spearman's rho of estimate against cycles is printed overall and per value
 of `--by` knobs. A bound above the simulated cycles is reported as a violation (a bug).
@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from zomboss.solvers.ranking import random_mappings, spearman
+from ranking import random_mappings, spearman
 
 from zomboss.mapping import space
 from zomboss.target import Mode, get_target, target_package

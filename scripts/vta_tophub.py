@@ -18,10 +18,10 @@ import math
 import tempfile
 from pathlib import Path
 
-from zomboss.solvers.search import SolveConfig, solve
 from zomboss.targets.vta.suite import TOPHUB, TOPHUB_ID
 
-from zomboss.store import Store
+from zomboss.results import Store
+from zomboss.solvers.search import SolveConfig, solve
 from zomboss.target import get_target
 
 CLOCK_HZ = 100e6  # VTA on the Pynq-Z1 (the TopHub log's `pynq_1x16_i8w8a32_15_15_18_17` target)

@@ -3,11 +3,9 @@ under a random linear objective, on each op family's smallest suite instance."""
 
 from __future__ import annotations
 
-from zomboss.solvers.enumerate import skeletons
-from zomboss.solvers.sizing import SizingModel
-
 from zomboss import expr as ex
-from zomboss.mapping import Mapping, space
+from zomboss.mapping import KnobMapping, space
+from zomboss.solvers.space import SizingModel, skeletons
 from zomboss.target import get_target, target_names
 
 
@@ -25,7 +23,7 @@ def families() -> list[tuple[str, str]]:
     return out
 
 
-def random_mapping(t, wl, pick: int, weights: list[int], within: float) -> Mapping | None:  # noqa: ANN001
+def random_mapping(t, wl, pick: int, weights: list[int], within: float) -> KnobMapping | None:  # noqa: ANN001
     """Skeleton `pick` (mod their number), sized minimising sum(weights * integer knobs); None when
     that sizing is infeasible or the doc's estimate puts it beyond `within` x Candidate-0 (absurd
     corners, 1-element tiles, cost minutes to simulate and say nothing the others do not)."""

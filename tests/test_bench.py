@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from zomboss.cli import main
+from zomboss.app import main
 from zomboss.target import get_target, target_names
 
-ZOMBOSS = [sys.executable, "-m", "zomboss.cli"]
+ZOMBOSS = [sys.executable, "-m", "zomboss.app.cli"]
 
 
 def _smallest(name: str) -> str:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from zomboss.candidate import default_result
 from zomboss.target import Mode, get_target, target_names
+from zomboss.verify import default_result
 
 GOLDEN = json.loads((Path(__file__).parent / "data" / "defaults_golden.json").read_text())
 CASES = [(t, w.id) for t in target_names() for w in get_target(t).suite()]

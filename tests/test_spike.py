@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from zomboss.cli import main
+from zomboss.app import main
 
 SPIKE = Path(__file__).resolve().parents[2] / "shared" / "tools" / "spike"
 
@@ -77,8 +77,7 @@ def test_a_searched_kernel_runs_correctly_on_spike(spk_root, tmp_path, capsys):
 def test_pool_candidates_run_correctly_on_spike(spk_root, tmp_path):
     """Kernels the search may pick (CP-SAT-sized pool candidates: unrolled streams with other
     orders, buffering and block widths), not only the reference points."""
-    from zomboss.solvers.candidates import build_pool
-
+    from zomboss.solvers.space import build_pool
     from zomboss.target import get_target
 
     t = get_target("gemmini")

@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from zomboss.candidate import default_result
 from zomboss.errors import ZombossError
 from zomboss.mapping import IllegalMapping, iter_knob_edits, space
 from zomboss.target import BREAKDOWN_KEYS, Mode, doc_path, get_target, target_names
+from zomboss.verify import default_result
 
 TARGETS = target_names()
 

@@ -2,8 +2,8 @@
 
 The doc's `mapping OP { knob ... constraint ... }` block is the only declaration of the
 knobs, their domains, their conditions and the constraints; `Space` is its evaluated form
-for one KB (parameters known), and `Mapping` one point of it. Every target, the CLI, the
-solvers and the guides speak this one form; a target turns a `Mapping` into its lowering's
+for one KB (parameters known), and `KnobMapping` one point of it. Every target, the CLI, the
+solvers and the guides speak this one form; a target turns a `KnobMapping` into its lowering's
 input and never declares knobs of its own.
 
 JSON (what `default --json` prints and `kb check` reads): `{"op": "matmul", "knobs": {...}}`
@@ -17,20 +17,18 @@ canonical, so two mappings are equal exactly when they describe the same kernel.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
-from collections.abc import Mapping as Map
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from zomboss import docmodel as dm
 from zomboss import expr as ex
+from zomboss.doc import model as dm
 from zomboss.errors import ZombossError
-from zomboss.knowledge import KB
-from zomboss.legality import Violation, mapping_violations
+from zomboss.knowledge import KB, Violation
 
 Value = int | str
-Shape = Map[str, int]
+Shape = Mapping[str, int]
 
 
 class MappingError(ZombossError):
@@ -108,7 +106,7 @@ def _show(v: object) -> str:
 
 
 @dataclass(frozen=True)
-class Mapping:
+class KnobMapping:
     """One point of a mapping space: a value for every knob, canonical, in doc order."""
 
     op: str
@@ -163,10 +161,10 @@ class Space:
     knobs: tuple[Knob, ...]
     constraints: tuple[dm.Constraint, ...]
     lets: tuple[tuple[str, ex.Expr], ...]
-    params: Map[str, int]
+    params: Mapping[str, int]
     symbols: frozenset[str]
     loc: dm.Loc
-    costs: Map[str, dm.Cost]  # "estimate", "bound" (either may be absent)
+    costs: Mapping[str, dm.Cost]  # "estimate", "bound" (either may be absent)
 
     @classmethod
     def of(cls, kb: KB, op: str) -> Space:
@@ -206,7 +204,7 @@ class Space:
     def integer(self) -> tuple[Knob, ...]:
         return tuple(k for k in self.knobs if not k.values)
 
-    def active(self, knob: Knob, values: Map[str, Value], shape: Shape) -> bool:
+    def active(self, knob: Knob, values: Mapping[str, Value], shape: Shape) -> bool:
         """Whether `knob` matters for a mapping with these (symbolic) values on `shape`."""
         if knob.when is None:
             return True
@@ -217,10 +215,10 @@ class Space:
             return False  # an undefined condition does not hold (as knob_active in ASP)
 
     @cached_property
-    def _compiled_exprs(self) -> dict[tuple[int, frozenset[str]], Callable[[Map[str, object]], object]]:
+    def _compiled_exprs(self) -> dict[tuple[int, frozenset[str]], Callable[[Mapping[str, object]], object]]:
         return {}
 
-    def _compiled(self, e: ex.Expr, env: Map[str, object]) -> Callable[[Map[str, object]], object]:
+    def _compiled(self, e: ex.Expr, env: Mapping[str, object]) -> Callable[[Mapping[str, object]], object]:
         """`ex.compile_python(e)` for an env with these names, compiled once per Space (the
         expressions are the Space's own, so their ids are stable while it lives)."""
         key = (id(e), frozenset(env))
@@ -231,21 +229,21 @@ class Space:
             self._compiled_exprs[key] = f
         return f
 
-    def _env(self, values: Map[str, Value], shape: Shape) -> dict[str, object]:
+    def _env(self, values: Mapping[str, Value], shape: Shape) -> dict[str, object]:
         env: dict[str, object] = {**self.params, **{k: int(v) for k, v in shape.items()}}
         env.update({k: (v.lower() if isinstance(v, str) else v) for k, v in values.items()})
         return env
 
     # -- constructing -------------------------------------------------------------------------
-    def mapping(self, values: Map[str, object], shape: Shape, where: str = "mapping") -> Mapping:
+    def mapping(self, values: Mapping[str, object], shape: Shape, where: str = "mapping") -> KnobMapping:
         """A canonical mapping from knob values: domains checked, inactive knobs set to their
         canonical value (they may be omitted), active knobs required. Constraints are not
         checked here (see `violations`), so a guide can be told everything wrong at once."""
         got = {k.name: k.coerce(values[k.name], where) for k in self.knobs if k.name in values}
         out = self.complete({**values, **got}, shape, where)
-        return Mapping(self.op, tuple((k.name, out[k.name]) for k in self.knobs))
+        return KnobMapping(self.op, tuple((k.name, out[k.name]) for k in self.knobs))
 
-    def complete(self, values: Map[str, object], shape: Shape, where: str = "mapping") -> dict[str, Value]:
+    def complete(self, values: Mapping[str, object], shape: Shape, where: str = "mapping") -> dict[str, Value]:
         """Knob values with every inactive knob at its canonical value, without domain checks
         (`kb check` reports out-of-domain values as violations of the knob's range rule).
         Unknown knobs and missing active knobs are errors."""
@@ -276,9 +274,9 @@ class Space:
                     raise MappingError(f"{where}: {self.op} mapping lacks knob {k.name!r} ({k.domain()})")
         return {k.name: out[k.name] for k in self.knobs}
 
-    def from_json(self, data: object, shape: Shape, where: str = "mapping") -> Mapping:
+    def from_json(self, data: object, shape: Shape, where: str = "mapping") -> KnobMapping:
         """Read `{"op": ..., "knobs": {...}}`; every error names the field."""
-        if not isinstance(data, Map):
+        if not isinstance(data, Mapping):
             raise MappingError(f'{where}: a mapping is a JSON object {{"op": ..., "knobs": {{...}}}}')
         extra = sorted(set(data) - {"op", "knobs"})
         if extra:
@@ -286,11 +284,11 @@ class Space:
         if data.get("op") != self.op:
             raise MappingError(f"{where}: field 'op' = {_show(data.get('op'))}, but the workload's op is {self.op!r}")
         knobs = data.get("knobs")
-        if not isinstance(knobs, Map):
+        if not isinstance(knobs, Mapping):
             raise MappingError(f"{where}: field 'knobs' must be an object of knob values")
         return self.mapping(knobs, shape, where)
 
-    def from_skeleton(self, skeleton: Map[str, str], sizes: Map[str, int], shape: Shape) -> Mapping:
+    def from_skeleton(self, skeleton: Mapping[str, str], sizes: Mapping[str, int], shape: Shape) -> KnobMapping:
         """A clingo skeleton (symbolic knob values) completed by CP-SAT's integer values."""
         return self.mapping({**skeleton, **sizes}, shape, "skeleton")
 
@@ -303,15 +301,15 @@ class Space:
                 out[a.arguments[1].string] = a.arguments[2].name
         return out
 
-    def skeleton(self, m: Mapping) -> tuple[tuple[str, str], ...]:
+    def skeleton(self, m: KnobMapping) -> tuple[tuple[str, str], ...]:
         return tuple((k.name, m.sym(k.name)) for k in self.symbolic)
 
     # -- legality -----------------------------------------------------------------------------
-    def flat(self, m: Mapping, shape: Shape) -> dict[str, int | str]:
+    def flat(self, m: KnobMapping, shape: Shape) -> dict[str, int | str]:
         """Knob values and workload keys as the KB's checks read them."""
         return {**{k: int(v) for k, v in shape.items() if k in self.keys}, **m.as_dict()}
 
-    def violations(self, kb: KB, m: Mapping, shape: Shape) -> list[Violation]:
+    def violations(self, kb: KB, m: KnobMapping, shape: Shape) -> list[Violation]:
         """Every constraint of the doc that `m` breaks on `shape` (empty: legal)."""
         if m.op != self.op:
             return [Violation("map.op", f"a {m.op} mapping cannot map a {self.op} workload", str(self.loc), 0, 0, m.op)]
@@ -320,7 +318,7 @@ class Space:
             return []
         return mapping_violations(kb, self.op, flat)
 
-    def _legal(self, kb: KB, flat: Map[str, int | str]) -> bool:
+    def _legal(self, kb: KB, flat: Mapping[str, int | str]) -> bool:
         """A fast test that `mapping_violations` finds nothing (same env, same checks, with the
         constraints compiled once); anything it cannot vouch for goes the full way."""
         if kb.params != self.params:
@@ -335,12 +333,12 @@ class Space:
         except ex.EVAL_ERRORS + (ZeroDivisionError,):
             return False  # the full check decides (and reports) what the fast one cannot
 
-    def check(self, kb: KB, m: Mapping, shape: Shape) -> None:
+    def check(self, kb: KB, m: KnobMapping, shape: Shape) -> None:
         found = self.violations(kb, m, shape)
         if found:
             raise IllegalMapping(found)
 
-    def cost(self, name: str, m: Mapping, shape: Shape) -> int | None:
+    def cost(self, name: str, m: KnobMapping, shape: Shape) -> int | None:
         """The doc's `cost estimate` or `cost bound` of a mapping (None when the doc has none)."""
         c = self.costs.get(name)
         if c is None:
@@ -368,7 +366,7 @@ class Space:
         }
 
 
-def _int(e: ex.Expr, params: Map[str, int]) -> int:
+def _int(e: ex.Expr, params: Mapping[str, int]) -> int:
     v = ex.evaluate(e, params)
     assert isinstance(v, int) and not isinstance(v, bool)
     return v
@@ -385,7 +383,7 @@ def space(kb: KB, op: str) -> Space:
     return _SPACES[key]
 
 
-def iter_knob_edits(sp: Space, m: Mapping, shape: Shape) -> Iterator[tuple[str, Value]]:
+def iter_knob_edits(sp: Space, m: KnobMapping, shape: Shape) -> Iterator[tuple[str, Value]]:
     """Every single-knob change of `m` that stays inside the knob's domain and changes the
     kernel (an edit of an inactive knob is no change at all): the neighbourhood guides refine in."""
     vals = m.as_dict()
@@ -402,3 +400,65 @@ def iter_knob_edits(sp: Space, m: Mapping, shape: Shape) -> Iterator[tuple[str, 
             for n in sorted({cur - 1, cur + 1, cur * 2, cur // 2}):
                 if k.lo <= n <= k.hi and n != cur:
                     yield k.name, n
+
+
+def mapping_violations(
+    kb: KB, op: str, values: Mapping[str, int | str], params: Mapping[str, int] | None = None
+) -> list[Violation]:
+    """The doc's constraints (and integer knob ranges) that a mapping breaks, evaluated in
+    Python. `values` holds knob values and workload keys (symbolic knobs as their names);
+    `params` defaults to the KB's parameters (a target may evaluate other sizes)."""
+    space = kb.mapping_space(op)
+    if space is None:
+        raise ZombossError(f"{kb.target} has no mapping space for op {op!r}")
+    params = kb.params if params is None else params
+    env: dict[str, object] = {**params, **{k: (v.lower() if isinstance(v, str) else v) for k, v in values.items()}}
+    out: list[Violation] = []
+    for k in space.knobs:
+        if k.name not in values:
+            out.append(
+                Violation(
+                    f"{op}.{k.name}.missing", f"the mapping gives no value for knob {k.name}", str(k.loc), 0, 0, op, {}
+                )
+            )
+        elif k.values:
+            if str(values[k.name]).lower() not in {v.lower() for v in k.values}:
+                out.append(
+                    Violation(
+                        f"{op}.{k.name}.range",
+                        f"knob {k.name} must be one of {', '.join(k.values)}",
+                        str(k.loc),
+                        0,
+                        0,
+                        op,
+                        {k.name: values[k.name]},
+                    )
+                )
+        else:
+            assert k.lo is not None and k.hi is not None
+            lo, hi = ex.evaluate(k.lo, params), ex.evaluate(k.hi, params)
+            v = values[k.name]
+            if isinstance(v, str) or not lo <= v <= hi:  # type: ignore[operator]
+                out.append(
+                    Violation(
+                        f"{op}.{k.name}.range",
+                        f"knob {k.name} must be in {lo}..{hi}",
+                        str(k.loc),
+                        0,
+                        0,
+                        op,
+                        {k.name: values[k.name]},
+                    )
+                )
+    if any(v.rule.endswith(".missing") for v in out):
+        return out
+    for c in space.constraints:
+        f = ex.compile_python(c.expr, lambda n: n in env, lambda n: n.lower() in kb.symbols)
+        try:
+            ok = f(env)
+        except ex.EVAL_ERRORS:  # undefined: the constraint is violated (as on the ASP side)
+            ok = False
+        if not ok:
+            names = dict.fromkeys(r.name for r in ex.refs(c.expr) if r.name in env)
+            out.append(Violation(c.id, c.message, str(c.loc), 0, 0, op, {n: env[n] for n in names}))
+    return out

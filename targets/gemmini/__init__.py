@@ -31,13 +31,12 @@ from zomboss.targets.gemmini.suite import SCHEMAS, SUITE, workload
 from zomboss.targets.gemmini.timing import BREAKDOWN
 
 from zomboss.errors import WorkloadError, ZombossError
-from zomboss.inputs import MAX_INSTRUCTIONS, check_budget, read_json, read_text
 from zomboss.knowledge import KB
-from zomboss.lru import Lru
-from zomboss.mapping import Mapping as KnobMapping
+from zomboss.mapping import KnobMapping
 from zomboss.program import Instr, Program, ProgramSyntaxError, parse_lines
 from zomboss.results import KernelResult
 from zomboss.target import Evaluation, Instance, Mode
+from zomboss.util import MAX_INSTRUCTIONS, Lru, check_budget, read_json, read_text
 from zomboss.workload import Workload
 
 Params = Mapping[str, int]

@@ -21,10 +21,9 @@ from zomboss.targets.gemmini.loops import LoopFsm, expand_loop_conv_ws, expand_l
 from zomboss.targets.gemmini.platform import check_loop
 from zomboss.targets.gemmini.presets import DEFAULT_PRESET, Rtl, get_preset
 
-from zomboss.effects import Memories
-from zomboss.generic_sim import GenericSim, Run
-from zomboss.inputs import MAX_INSTRUCTIONS
+from zomboss.machine import GenericSim, Memories, Run
 from zomboss.program import Instr, Program
+from zomboss.util import MAX_INSTRUCTIONS
 
 MACRO = "gemmini.loops"
 SLACK = 4096  # bytes past the last allocated one: an effect reads whole elements (an int32 at any byte)

@@ -23,7 +23,7 @@ from zomboss.targets.gemmini.numerics import ONE_F32_BITS, f32_bits, scale_and_s
 from zomboss.targets.gemmini.suite import conv_out_dims
 
 from zomboss.errors import WorkloadError
-from zomboss.inputs import check_workload_bytes
+from zomboss.util import check_workload_bytes
 from zomboss.workload import Workload
 
 

@@ -21,7 +21,7 @@ from zomboss.targets.gemmini.presets import DEFAULT_PRESET, Preset, get_preset
 from zomboss.targets.gemmini.simulator import SimResult, simulate
 
 from zomboss.errors import WorkloadError
-from zomboss.mapping import Mapping
+from zomboss.mapping import KnobMapping
 from zomboss.program import Program
 from zomboss.target import Mode
 from zomboss.workload import Workload
@@ -43,7 +43,7 @@ class Run:
 
 def run(
     inst: GemminiInstance,
-    mapping: Mapping,
+    mapping: KnobMapping,
     mode: Mode,
     preset: str | Preset = DEFAULT_PRESET,
     *,

@@ -37,7 +37,7 @@ from zomboss.targets.gemmini.numerics import ONE_F32_BITS
 from zomboss.targets.gemmini.suite import conv_out_dims
 
 from zomboss.errors import ZombossError
-from zomboss.mapping import Mapping, space
+from zomboss.mapping import KnobMapping, space
 from zomboss.program import Instr, Item, Loop, Program
 from zomboss.workload import Workload
 
@@ -50,7 +50,7 @@ class LoweringError(ZombossError):
 
 
 def lower(
-    mapping: Mapping, wl: Workload, bufs: Buffers, cfg: GemminiConfig, blocks: frozenset[Block] | None = None
+    mapping: KnobMapping, wl: Workload, bufs: Buffers, cfg: GemminiConfig, blocks: frozenset[Block] | None = None
 ) -> Program:
     """Lower a mapping for `wl` on `cfg`; raises IllegalMapping when it breaks a doc constraint.
 

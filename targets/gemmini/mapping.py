@@ -1,6 +1,6 @@
 """Gemmini mappings: the lowering's typed view of a core mapping, and the named reference points.
 
-A mapping is a `zomboss.mapping.Mapping` of the doc's mapping space (gemmini.md §11, the only
+A mapping is a `zomboss.mapping.KnobMapping` of the doc's mapping space (gemmini.md §11, the only
 declaration of knobs, domains, canonical values and constraints). `view` turns one into the
 frozen record the lowering reads (`MatmulView` / `ConvView`: the same knob names, booleans as
 Python bools); it declares nothing, and the record is built here and nowhere else.
@@ -19,7 +19,7 @@ elements because the library's conv tiling picks non-multiples of DIM (144, 240)
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping as Map
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -29,7 +29,7 @@ from zomboss.targets.gemmini.suite import conv_out_dims
 from zomboss.targets.gemmini.tiling import conv_tiling, matmul_tiling
 
 from zomboss.errors import WorkloadError
-from zomboss.mapping import Mapping, MappingError, space
+from zomboss.mapping import KnobMapping, MappingError, space
 from zomboss.workload import Workload
 
 # ---------------------------------------------------------------------------- the typed view
@@ -39,7 +39,7 @@ from zomboss.workload import Workload
 class _View:
     """The stream knobs both op families share, typed (see gemmini.md §11 for their meaning)."""
 
-    mapping: Mapping  # the core mapping this view reads
+    mapping: KnobMapping  # the core mapping this view reads
     loop: str
     order: str
     reuse_a: bool
@@ -86,7 +86,7 @@ View = MatmulView | ConvView
 _VIEWS: dict[str, type[MatmulView] | type[ConvView]] = {"matmul": MatmulView, "conv": ConvView}
 
 
-def view(m: Mapping) -> View:
+def view(m: KnobMapping) -> View:
     """The lowering's record of a core mapping (`{false, true}` knobs become bools)."""
     cls = _VIEWS.get(m.op)
     if cls is None:
@@ -101,11 +101,11 @@ def view(m: Mapping) -> View:
 # ---------------------------------------------------------------------------- reference mappings
 
 
-def _build(cfg: GemminiConfig, wl: Workload, values: Map[str, object]) -> Mapping:
+def _build(cfg: GemminiConfig, wl: Workload, values: Mapping[str, object]) -> KnobMapping:
     return space(cfg.kb(), wl.op).mapping(values, wl.shape, f"{wl.id} mapping")
 
 
-def library_default(wl: Workload, cfg: GemminiConfig, library: Library | None = None) -> Mapping:
+def library_default(wl: Workload, cfg: GemminiConfig, library: Library | None = None) -> KnobMapping:
     """Candidate-0: the mapping of `tiled_matmul_auto` / `tiled_conv_auto` of a library revision
     for `wl` (None: the default timing preset's library, the platform it models).
 
@@ -171,7 +171,7 @@ def library_default(wl: Workload, cfg: GemminiConfig, library: Library | None = 
     )
 
 
-def block_loads(order: str, blocks: Map[str, int], dims: str, reuse: bool, buffers: int) -> int:
+def block_loads(order: str, blocks: Mapping[str, int], dims: str, reuse: bool, buffers: int) -> int:
     """How many times an operand block indexed by `dims` (e.g. "ik" for A) is loaded when the
     block loops run in `order`, keeping up to `buffers` blocks when `reuse` is on (the
     lowering's buffer policy: a block still held in a buffer is not loaded again, the oldest
@@ -190,7 +190,7 @@ def block_loads(order: str, blocks: Map[str, int], dims: str, reuse: bool, buffe
 
 
 def _best_order(
-    orders: tuple[str, ...], blocks: Map[str, int], a_bytes: int, b_bytes: int, buffers_a: int, buffers_b: int
+    orders: tuple[str, ...], blocks: Mapping[str, int], a_bytes: int, b_bytes: int, buffers_a: int, buffers_b: int
 ) -> str:
     """The outer order moving the fewest operand bytes (ties keep the first, "ijk")."""
 
@@ -221,7 +221,7 @@ def _resident_tiles(ip: int, jp: int, kp: int, cap: int) -> tuple[int, int, str]
     return best[1], best[2], best[3]
 
 
-def exo_style(wl: Workload, cfg: GemminiConfig) -> Mapping:
+def exo_style(wl: Workload, cfg: GemminiConfig) -> KnobMapping:
     """The Exo schedules of reference §8.1 generalised to any shape: configs hoisted with one
     mvin state per role, unrolled streams, block mvins as wide as the DMA allows, zero-mvin
     (or bias) accumulator init, large resident tiles that share the whole scratchpad, and one

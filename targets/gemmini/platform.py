@@ -34,7 +34,7 @@ from zomboss.targets.gemmini.presets import DOSA_LIBRARY, Library, Rtl
 from zomboss.targets.gemmini.tiling import ConvTiling, MatmulTiling, conv_tiling, matmul_tiling
 
 from zomboss.errors import WorkloadError
-from zomboss.mapping import Mapping as KnobMapping
+from zomboss.mapping import KnobMapping
 from zomboss.program import Instr
 
 PERM_DIMS = "NQPKSRC"  # gemmini.h (dosa) idx_to_dim: b, porow, pocol, poch, krow, kcol, kch

@@ -32,9 +32,9 @@ from zomboss.targets.gemmini.presets import Preset, get_preset
 from zomboss.targets.gemmini.simulator import simulate
 from zomboss.targets.gemmini.suite import conv_out_dims
 
-from zomboss.inputs import TooLargeToVerify
-from zomboss.mapping import Mapping
-from zomboss.sampling import sample_blocks, sample_json
+from zomboss.mapping import KnobMapping
+from zomboss.util import TooLargeToVerify
+from zomboss.verify import sample_blocks, sample_json
 
 MAX_SAMPLED_DRAM = 4 << 30  # the DRAM image is mapped lazily; only what the slice reads is written
 MAX_SLICE_INSTRUCTIONS = 20_000_000
@@ -55,7 +55,7 @@ class SampleCheck:
 
 
 def verify_sampled(
-    inst: GemminiInstance, mapping: Mapping, preset: str | Preset, samples: int = 8, seed: int = 0
+    inst: GemminiInstance, mapping: KnobMapping, preset: str | Preset, samples: int = 8, seed: int = 0
 ) -> SampleCheck:
     """Verify `samples` output blocks of `mapping` on `inst`'s placement (see the module doc)."""
     wl, cfg = inst.workload, inst.cfg

@@ -27,11 +27,11 @@ from zomboss.targets.gemmini.platform import check_loop
 from zomboss.targets.gemmini.presets import DEFAULT_PRESET, Preset, Rtl, get_preset
 from zomboss.targets.gemmini.timing import Timing
 
-from zomboss import steady
 from zomboss.errors import IllegalProgram
-from zomboss.inputs import over_budget
 from zomboss.legality import Checker
+from zomboss.machine import steady as steady
 from zomboss.program import Instr, Item, Program
+from zomboss.util import over_budget
 
 __all__ = ["DOC", "Dram", "GemminiConfig", "SimResult", "dynamic_stream", "kb_checker", "simulate"]
 

@@ -52,8 +52,8 @@ from zomboss.targets.gemmini.llc import Llc
 from zomboss.targets.gemmini.loops import CPU, EXECUTES, GEN_EX, GEN_LD, GEN_ST, Entry
 from zomboss.targets.gemmini.presets import Preset
 
-from zomboss import steady
-from zomboss.steady import Mark, Policy, Report, Skip
+from zomboss.machine import Mark, Policy, Report, Skip
+from zomboss.machine import steady as steady
 
 BREAKDOWN = ("compute", "memory", "stall", "overhead")
 

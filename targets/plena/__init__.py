@@ -35,13 +35,12 @@ from pathlib import Path
 from typing import Any
 
 from zomboss.errors import WorkloadError
-from zomboss.inputs import MAX_INSTRUCTIONS, check_budget, check_workload_bytes
 from zomboss.knowledge import KB
-from zomboss.lru import Lru
-from zomboss.mapping import Mapping as KnobMapping
+from zomboss.mapping import KnobMapping
 from zomboss.program import Instr, Program
 from zomboss.results import KernelResult
 from zomboss.target import Evaluation, Mode
+from zomboss.util import MAX_INSTRUCTIONS, Lru, check_budget, check_workload_bytes
 from zomboss.workload import Workload
 
 from . import export as X

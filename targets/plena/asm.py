@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from zomboss.inputs import read_text
 from zomboss.program import Instr, Program, ProgramSyntaxError, parse_lines
+from zomboss.util import read_text
 
 REG_PREFIXES = ("gp", "f", "a")
 

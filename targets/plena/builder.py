@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from zomboss.errors import ZombossError
+from zomboss.machine import runs
 from zomboss.program import Instr, Item, Loop, Program
-from zomboss.steady import runs
 
 IMM18 = 1 << 18
 IMM22 = 1 << 22

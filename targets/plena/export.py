@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from zomboss.errors import ZombossError
-from zomboss.inputs import read_json
 from zomboss.knowledge import KB
 from zomboss.program import Program
+from zomboss.util import read_json
 from zomboss.workload import Workload
 
 from .asm import register_positions

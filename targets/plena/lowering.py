@@ -1,4 +1,4 @@
-"""Lowering: a legal mapping (plena.md §8, read as a core `zomboss.mapping.Mapping`) -> a PLENA
+"""Lowering: a legal mapping (plena.md §8, read as a core `zomboss.mapping.KnobMapping`) -> a PLENA
 program and its memory map. This is Candidate-0's only implementation.
 
 One function per op family. Every knob at its canonical value is the PLENA compiler's own
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from zomboss.errors import WorkloadError
 from zomboss.knowledge import KB
-from zomboss.mapping import Mapping
+from zomboss.mapping import KnobMapping
 from zomboss.workload import Workload
 
 from . import templates as t
@@ -81,7 +81,7 @@ def _linear_vram(rows: int, k: int, n: int, geo: Geometry, temp: bool) -> int:
     return last.base + last.size
 
 
-def linear_plan(m: Mapping, wl: Workload, geo: Geometry) -> LinearPlan:
+def linear_plan(m: KnobMapping, wl: Workload, geo: Geometry) -> LinearPlan:
     """The spans of a linear (see LinearPlan): the largest chunk of whole MLEN-row blocks
     that fits VRAM, else the largest multiple of BLEN and both V transfer amounts."""
     k_chunk, n_block, unroll = m.int("k_chunk"), m.int("n_block"), m.flag("unroll")
@@ -113,7 +113,7 @@ def linear_plan(m: Mapping, wl: Workload, geo: Geometry) -> LinearPlan:
     )
 
 
-def lower_linear(m: Mapping, wl: Workload, geo: Geometry, keep: frozenset[Block] | None = None) -> Kernel:
+def lower_linear(m: KnobMapping, wl: Workload, geo: Geometry, keep: frozenset[Block] | None = None) -> Kernel:
     """Y[M,N] = X[M,K]·W[K,N] (§4.3): K chunks of `k_chunk` tiles, groups of `n_block` column
     blocks and of `m_block` row blocks sharing one weight load; BF16 partial sums per chunk.
     Rows go in the spans of `linear_plan`. With `keep` (output blocks, `LinearPlan` row block
@@ -215,7 +215,7 @@ def lower_linear(m: Mapping, wl: Workload, geo: Geometry, keep: frozenset[Block]
 # -- rmsnorm ------------------------------------------------------------------------------------
 
 
-def lower_rmsnorm(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
+def lower_rmsnorm(m: KnobMapping, wl: Workload, geo: Geometry) -> Kernel:
     """In-place RMSNorm without γ (§4.5). The compiler is row-serial: per row a rolled
     sum-of-squares loop, the FP tail (mean, +eps, sqrt, reciprocal, 4 NOPs) and an unrolled
     scaling pass with ping-pong address registers."""
@@ -317,7 +317,7 @@ def lower_rmsnorm(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
 # -- softmax ------------------------------------------------------------------------------------
 
 
-def lower_softmax(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
+def lower_softmax(m: KnobMapping, wl: Workload, geo: Geometry) -> Kernel:
     """Row softmax of X·scale (§4.6): the compiler copies X into an S buffer and processes
     every MLEN row of each row tile as straight-line code."""
     in_place = m.flag("in_place")
@@ -344,7 +344,7 @@ def lower_softmax(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
 # -- ffn ----------------------------------------------------------------------------------------
 
 
-def lower_ffn(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
+def lower_ffn(m: KnobMapping, wl: Workload, geo: Geometry) -> Kernel:
     """out = (silu(X·W_up) ⊙ (X·W_gate))·W_down, written over X in VRAM (§4.4). The compiler
     prefetches each weight's whole K column block, unrolls the column-slice and row-group
     levels around a rolled K loop, and applies SiLU to the *up* projection."""
@@ -437,7 +437,7 @@ def _ffn_block(
 # -- attention ----------------------------------------------------------------------------------
 
 
-def lower_attention(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
+def lower_attention(m: KnobMapping, wl: Workload, geo: Geometry) -> Kernel:
     """softmax(Q·Kᵀ·scale + mask)·V for one head. The compiler's flash attention (§4.7 MHA):
     per q block, online softmax over K blocks (fully-future blocks skipped when causal), O
     rescaled by m_res and accumulated, O /= l; the causal mask is precomputed once."""
@@ -549,7 +549,7 @@ def lower_attention(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
 # -- rope ---------------------------------------------------------------------------------------
 
 
-def lower_rope(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
+def lower_rope(m: KnobMapping, wl: Workload, geo: Geometry) -> Kernel:
     """x = x·cos + rotate_half(x)·sin in place (§4.8). The compiler takes rotate_half(x) as an
     input and runs one rolled loop over all VLEN chunks."""
     on_chip, unroll = m.sym("rotate") == "on_chip", m.flag("unroll")
@@ -611,7 +611,7 @@ def lower_rope(m: Mapping, wl: Workload, geo: Geometry) -> Kernel:
 # -- entry point ----------------------------------------------------------------------------------
 
 
-FAMILIES: dict[str, Callable[[Mapping, Workload, Geometry], Kernel]] = {
+FAMILIES: dict[str, Callable[[KnobMapping, Workload, Geometry], Kernel]] = {
     "linear": lower_linear,
     "rmsnorm": lower_rmsnorm,
     "softmax": lower_softmax,
@@ -621,7 +621,7 @@ FAMILIES: dict[str, Callable[[Mapping, Workload, Geometry], Kernel]] = {
 }
 
 
-def lower(kb: KB, mapping: Mapping, wl: Workload) -> Kernel:
+def lower(kb: KB, mapping: KnobMapping, wl: Workload) -> Kernel:
     """The kernel of a mapping for `wl` on the KB's machine. Legality first: a shape outside
     the compiler's envelope raises WorkloadError, a mapping that breaks a constraint of
     plena.md §8 raises IllegalMapping naming every violated constraint."""
@@ -631,7 +631,7 @@ def lower(kb: KB, mapping: Mapping, wl: Workload) -> Kernel:
     return FAMILIES[wl.op](mapping, wl, geo)
 
 
-def lower_slice(kb: KB, mapping: Mapping, wl: Workload, keep: frozenset[Block]) -> Kernel:
+def lower_slice(kb: KB, mapping: KnobMapping, wl: Workload, keep: frozenset[Block]) -> Kernel:
     """The slice of `lower(kb, mapping, wl)` that computes the output blocks `keep` (linear only)."""
     geo = Geometry.from_params(kb.params)
     check_shape(wl, geo.mlen, geo.blen, geo.mram_tiles)

@@ -4,7 +4,7 @@ share them; this module names them for the target's code."""
 
 from __future__ import annotations
 
-from zomboss.numformats import (
+from zomboss.machine import (
     E4M3_BIAS,
     E4M3_EXP_MAX,
     E4M3_EXP_MIN,

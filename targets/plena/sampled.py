@@ -24,8 +24,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from zomboss.errors import WorkloadError
-from zomboss.mapping import Mapping
-from zomboss.sampling import sample_blocks, sample_json
+from zomboss.mapping import KnobMapping
+from zomboss.verify import sample_blocks, sample_json
 from zomboss.workload import Workload
 
 from . import hbm as H
@@ -70,7 +70,9 @@ class SampleCheck:
         }
 
 
-def verify_sampled(cfg: PlenaConfig, mapping: Mapping, wl: Workload, samples: int = 8, seed: int = 0) -> SampleCheck:
+def verify_sampled(
+    cfg: PlenaConfig, mapping: KnobMapping, wl: Workload, samples: int = 8, seed: int = 0
+) -> SampleCheck:
     """Verify `samples` output blocks of `mapping`'s kernel for `wl` (see the module doc)."""
     if wl.op != "linear":
         raise WorkloadError(

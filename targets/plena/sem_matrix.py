@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from zomboss.numformats import mac32
+from zomboss.machine import mac32
 from zomboss.program import Instr
 
 from .machine import Fault, Machine, Runner, Semantics, data

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from zomboss.numformats import exp_scalar, reci_scalar, sqrt_scalar
+from zomboss.machine import exp_scalar, reci_scalar, sqrt_scalar
 from zomboss.program import Instr
 
 from .machine import MASK32, Fault, Machine, Runner, Semantics, always, data

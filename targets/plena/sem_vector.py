@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from zomboss.numformats import exp32, reci32, rmax32, rsum32
+from zomboss.machine import exp32, reci32, rmax32, rsum32
 from zomboss.program import Instr
 
 from .machine import Fault, Machine, Runner, Semantics, data

@@ -37,12 +37,12 @@ from zomboss.targets.plena.machine import MASK32, Fault, Machine, PlenaConfig, R
 from zomboss.targets.plena.numerics import bf16_bits_scalar, bf16_round, fp16_then_bf16
 
 from zomboss import expr as ex
-from zomboss import steady
 from zomboss.errors import IllegalProgram, ZombossError
-from zomboss.inputs import over_budget
-from zomboss.knowledge import KB
-from zomboss.legality import Checker, Violation
+from zomboss.knowledge import KB, Violation
+from zomboss.legality import Checker
+from zomboss.machine import steady as steady
 from zomboss.program import Instr, Item, Program
+from zomboss.util import over_budget
 
 BREAKDOWN = ("compute", "memory", "stall", "overhead")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from zomboss.errors import WorkloadError
-from zomboss.inputs import check_workload_bytes
+from zomboss.util import check_workload_bytes
 from zomboss.workload import OpSchema, Workload, parse_spec
 
 # Baseline geometry the suite is defined for (reference §5.2 "Fixed HW").

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from zomboss.inputs import check_workload_bytes
+from zomboss.util import check_workload_bytes
 from zomboss.workload import Workload
 
 from . import hbm as H

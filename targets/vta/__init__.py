@@ -4,14 +4,13 @@ the core's doc-driven target (`zomboss.doc_target`, `zomboss.generic_sim`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping as Map
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from zomboss.doc_target import DocInstance, DocTarget
 from zomboss.knowledge import KB
-from zomboss.mapping import Mapping
+from zomboss.mapping import KnobMapping
 from zomboss.program import Program
+from zomboss.target import DocInstance, DocTarget
 from zomboss.workload import Workload
 
 from . import export as X
@@ -27,13 +26,13 @@ class VtaTarget(DocTarget):
     def suite(self) -> Sequence[Workload]:
         return SUITE
 
-    def make_instance(self, kb: KB, wl: Workload, params: Map[str, int], seed: int) -> DocInstance:
+    def make_instance(self, kb: KB, wl: Workload, params: Mapping[str, int], seed: int) -> DocInstance:
         return make_instance(kb, wl, dict(params), seed)
 
-    def lower_mapping(self, kb: KB, inst: DocInstance, m: Mapping) -> Program:
+    def lower_mapping(self, kb: KB, inst: DocInstance, m: KnobMapping) -> Program:
         return lower(kb, inst, m)
 
-    def library_mapping(self, kb: KB, wl: Workload) -> Mapping:
+    def library_mapping(self, kb: KB, wl: Workload) -> KnobMapping:
         return library(kb, wl)
 
     def min_cycles(self, kb: KB, wl: Workload) -> int:

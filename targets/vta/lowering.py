@@ -11,10 +11,10 @@ Dense layers run as 1 x M images.
 
 from __future__ import annotations
 
-from zomboss.doc_target import DocInstance
 from zomboss.knowledge import KB
-from zomboss.mapping import Mapping, space
+from zomboss.mapping import KnobMapping, space
 from zomboss.program import Instr, Program
+from zomboss.target import DocInstance
 from zomboss.workload import Workload
 
 from .suite import TOPHUB, TOPHUB_ID, conv_shape
@@ -23,7 +23,7 @@ POP_PREV, POP_NEXT, PUSH_PREV, PUSH_NEXT = 1, 2, 4, 8
 ALU_MIN, ALU_MAX, ALU_SHR = 0, 1, 3
 
 
-def tiles(m: Mapping, wl: Workload) -> dict[str, int]:
+def tiles(m: KnobMapping, wl: Workload) -> dict[str, int]:
     """The conv2d knobs of any mapping (dense: one row, tile_b pixels, no row threads)."""
     if m.op == "dense":
         return {"h": 1, "w": m.int("tile_b"), "ci": m.int("tile_ci"), "co": m.int("tile_co"),
@@ -48,7 +48,7 @@ class _Stream:
         return flag if owed else 0
 
 
-def lower(kb: KB, inst: DocInstance, m: Mapping) -> Program:
+def lower(kb: KB, inst: DocInstance, m: KnobMapping) -> Program:
     p = kb.params
     s, k = conv_shape(inst.workload), tiles(m, inst.workload)
     acc_bits, src_bits = p["acc_bits"], p["src_bits"]
@@ -140,7 +140,7 @@ def _tile_group(out, p, s, k, lay, kern, group, n, w0, in_h, in_w, factors, epil
         out.owes[("s2g", t)] = True
 
 
-def library(kb: KB, wl: Workload) -> Mapping:
+def library(kb: KB, wl: Workload) -> KnobMapping:
     """Candidate-0: the schedule TVM compiles the layer with — its TopHub entry (ResNet-18
     C2-C11), else the largest legal single-thread tile (AutoTVM's fallback, whose inner
     factors of 1 break the micro-op hazard rule, is not usable as is)."""

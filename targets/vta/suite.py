@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from zomboss.doc_target import DocInstance
 from zomboss.errors import WorkloadError
-from zomboss.inputs import check_workload_bytes
 from zomboss.knowledge import KB
+from zomboss.target import DocInstance
+from zomboss.util import check_workload_bytes
 from zomboss.workload import OpSchema, Workload
 
 EPILOGUE = {"shift": 8, "relu": 1, "clip": 1}

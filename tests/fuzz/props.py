@@ -59,7 +59,7 @@ def _kb(name: str) -> Any:
 
 def _agree(e: ex.Expr, values: tuple[int, ...]) -> tuple[str, bool | None, bool | None, bool]:
     """(status, python says violated, clingo says violated, some value beyond 32 bits)."""
-    from zomboss.asp import solve_atoms
+    from zomboss.knowledge import solve_atoms
 
     env = dict(zip(S.VARS, values, strict=False))
     names = set(S.VARS)
@@ -137,8 +137,7 @@ def check_bomb(fn: str, depth: int) -> None:
 
 
 def _compile(path: Path) -> Any:
-    from zomboss.asp import solve_atoms
-    from zomboss.knowledge import load_kb
+    from zomboss.knowledge import load_kb, solve_atoms
 
     kb = load_kb(path, use_cache=False)
     solve_atoms(kb.asp)  # the KB is a program clingo reads (and satisfiable)
@@ -151,7 +150,7 @@ def check_rule_doc(doc: tuple[str, ex.Expr], program: str) -> None:
     prog = _fresh("p.txt", program)
 
     def go() -> str:
-        from zomboss.check import check_program_text
+        from zomboss.legality import check_program_text
 
         kb = _compile(path)
         r = check_program_text(kb, program, str(prog), None, {}, max_instructions=10_000, progress=None)
@@ -166,7 +165,7 @@ def check_param_doc(text: str) -> None:
     path = _fresh("toy.md", text)
 
     def go() -> list[tuple[str, str, str]]:
-        from zomboss.asp import query
+        from zomboss.knowledge import query
 
         kb = _compile(path)
         got = {a.split(",", 1)[0][6:]: a.split(",", 1)[1][:-1] for a in query(kb.asp, "param(N,V)")}
@@ -210,9 +209,10 @@ def check_program(name: str, program: str) -> None:
     prog = _fresh("p.asm", program)
 
     def go() -> str:
-        from zomboss.check import check_program_text
+        from zomboss.legality import check_program_text
+        from zomboss.target import get_target
 
-        target = None if name == "toy" else name
+        target = None if name == "toy" else get_target(name)
         r = check_program_text(kb, program, str(prog), target, {}, max_instructions=200_000, progress=None)
         return r.text()[-200:]
 
@@ -230,10 +230,11 @@ def check_hostile_loops(depth: int, counts: list[int], body: str) -> None:
     prog = _fresh("loop.asm", program)
 
     def go() -> str:
-        from zomboss.check import check_program_text
+        from zomboss.legality import check_program_text
+        from zomboss.target import get_target
 
         return check_program_text(
-            kb, program, str(prog), "plena", {}, asp_limit=500, max_instructions=5_000, progress=None
+            kb, program, str(prog), get_target("plena"), {}, asp_limit=500, max_instructions=5_000, progress=None
         ).text()
 
     out = run(go, seconds=60)
@@ -256,7 +257,7 @@ def check_mapping(name: str, text: str) -> None:
     target = str(S.TOY) if name == "toy" else name
 
     def go() -> str:
-        from zomboss.check import check_file
+        from zomboss.app.check import check_file
 
         return check_file(target, path, {}, progress=False).text()
 
@@ -271,8 +272,7 @@ def check_mapping(name: str, text: str) -> None:
 
 def check_overrides(name: str, ov: dict[str, int]) -> None:
     def go() -> list[tuple[str, str, str]]:
-        from zomboss.asp import query
-        from zomboss.knowledge import load_kb
+        from zomboss.knowledge import load_kb, query
         from zomboss.target import doc_path
 
         kb = load_kb(S.TOY if name == "toy" else doc_path(name), ov, use_cache=False)
@@ -332,7 +332,7 @@ def check_cache(kind: str, data: bytes, pos: int) -> None:
 
     def go() -> tuple[bool, dict[str, int]]:
         os.environ["ZOMBOSS_CACHE"] = str(cache)
-        from zomboss import knowledge
+        from zomboss.knowledge import kb as knowledge
 
         knowledge._LOADED.clear()
         first = knowledge.load_kb(doc)
@@ -375,7 +375,7 @@ def check_query(pattern: str) -> None:
     kb = _kb("toy")
 
     def go() -> list[str]:
-        from zomboss.asp import query
+        from zomboss.knowledge import query
 
         return query(kb.asp, pattern)[:5]
 

@@ -10,14 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from zomboss.solvers import search
-from zomboss.solvers.candidates import build_pool
-from zomboss.solvers.guides import SearchState, Simulated
 
 from zomboss.knowledge import load_kb
-from zomboss.mapping import Mapping as KnobMapping
-from zomboss.mapping import Space, space
+from zomboss.mapping import KnobMapping, Space, space
 from zomboss.program import Instr, Program
+from zomboss.solvers import search
+from zomboss.solvers.guides import SearchState, Simulated
+from zomboss.solvers.space import build_pool
 from zomboss.target import Evaluation, Mode
 from zomboss.workload import Workload
 

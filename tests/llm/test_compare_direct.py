@@ -10,7 +10,7 @@ from typing import Any
 from tests.llm.conftest import KEY
 from tests.llm.direct_policy import direct_policy
 from tests.llm.server import Loopback, both, is_direct, sensible
-from zomboss.cli import main
+from zomboss.app import main
 
 WID = "rms_4x384"
 

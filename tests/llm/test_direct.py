@@ -9,9 +9,9 @@ import pytest
 from tests.llm.conftest import KEY
 from tests.llm.direct_policy import make_direct_policy
 from tests.llm.server import Loopback
-from zomboss.direct import TOOLS, budget, run_direct, store_direct
 from zomboss.llm import LlmClient, LlmConfig
-from zomboss.store import Store
+from zomboss.results import Store
+from zomboss.solvers.direct import TOOLS, budget, run_direct, store_direct
 from zomboss.target import get_target
 
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from zomboss.solvers.llm import LlmGuide, complete_intent, task_message
-from zomboss.solvers.search import SolveConfig, solve
 
 from tests.llm.conftest import KEY, SHAPE, c0, make_state
 from tests.llm.server import POLICIES, Loopback, reply, status, tool, usage
 from zomboss.llm import LlmClient, LlmConfig
-from zomboss.store import Store
+from zomboss.results import Store
+from zomboss.solvers.guides import LlmGuide, complete_intent, task_message
+from zomboss.solvers.search import SolveConfig, solve
 
 
 def guide(srv: Loopback | None, **kw) -> LlmGuide:
@@ -148,7 +148,7 @@ def test_rounds_are_bounded_and_the_guard_stops_without_gains(fake, workload):
 def test_intent_is_completed_into_legal_mappings(kb, sp):
     state = make_state(kb, sp)
     sks = [dict(sp.skeleton(c.mapping)) for c in state.pool]
-    from zomboss.solvers.enumerate import skeletons
+    from zomboss.solvers.space import skeletons
 
     sks = [s.as_dict() for s in skeletons(kb, "gemm", SHAPE)]
     got, diags = complete_intent(sp, SHAPE, kb, {"loop": "sw", "buf": 1}, {"tile": 5}, 4, c0(sp), set(), sks)

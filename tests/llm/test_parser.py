@@ -7,10 +7,10 @@ import json
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from zomboss.solvers.llm import AnswerParser, Ids, Intent, Rank, Refine, extract_json
 
 from tests.llm.conftest import SHAPE, c0
 from zomboss.llm import Reply, ToolCall, Usage
+from zomboss.solvers.guides import AnswerParser, Ids, Intent, Rank, Refine, extract_json
 
 
 def ids(sp):

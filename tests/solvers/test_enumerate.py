@@ -8,13 +8,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from zomboss.solvers.enumerate import skeletons
-from zomboss.solvers.sizing import SizingModel
 
 from zomboss import expr as ex
-from zomboss.check import check_mapping_values
 from zomboss.knowledge import load_kb
+from zomboss.legality import check_mapping_values
 from zomboss.mapping import space
+from zomboss.solvers.space import SizingModel, skeletons
 
 TOY = Path(__file__).parents[1] / "zomboss" / "data" / "toy.md"
 
@@ -56,7 +55,7 @@ def test_infeasible_skeleton_returns_none(kb):
 @given(M=st.integers(1, 300), ti=st.integers(1, 64), tk=st.integers(1, 64), df=st.sampled_from(["ws", "os"]))
 def test_cpsat_feasibility_agrees_with_checkers(kb, M, ti, tk, df):
     """Fixing every knob in CP-SAT is feasible exactly when both checkers call it legal."""
-    from zomboss.solvers.enumerate import Skeleton
+    from zomboss.solvers.space import Skeleton
 
     shape = {"M": M, "N": 16, "K": 16}
     values = {**shape, "tile_i": ti, "tile_k": tk, "df": df}
@@ -64,7 +63,8 @@ def test_cpsat_feasibility_agrees_with_checkers(kb, M, ti, tk, df):
     pin = ex.Bin("and", ex.Bin("==", ex.Ref(("tile_i",)), ex.Int(ti)), ex.Bin("==", ex.Ref(("tile_k",)), ex.Int(tk)))
     space = kb.mapping_space("matmul")
     from ortools.sat.python import cp_model
-    from zomboss.solvers.cpsat import Translator
+
+    from zomboss.solvers.space import Translator
 
     m = cp_model.CpModel()
     vars_ = {k: m.new_int_var(1, 64, k) for k in ("tile_i", "tile_k")}
@@ -78,8 +78,7 @@ def test_cpsat_feasibility_agrees_with_checkers(kb, M, ti, tk, df):
 
 
 def _translate_costs(target: str, every_class: bool) -> None:
-    from zomboss.solvers.candidates import cost_relevant
-
+    from zomboss.solvers.space import cost_relevant
     from zomboss.target import get_target
 
     t = get_target(target)

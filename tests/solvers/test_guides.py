@@ -3,10 +3,9 @@ in turn, and a climb that restarts elsewhere once a kernel's edits stop paying."
 
 from __future__ import annotations
 
-from zomboss.solvers.candidates import Candidate, distance
-from zomboss.solvers.guides import STALE_AFTER, CostGuide, SearchState, Simulated
-
 from zomboss.mapping import space
+from zomboss.solvers.guides import STALE_AFTER, CostGuide, SearchState, Simulated
+from zomboss.solvers.space import Candidate, distance
 from zomboss.target import get_target
 
 T = get_target("gemmini")

@@ -6,12 +6,12 @@ simulator accepts."""
 from __future__ import annotations
 
 import pytest
-from zomboss.solvers.candidates import build_pool
-from zomboss.solvers.guides import Proposal, SearchState
-from zomboss.solvers.search import SolveConfig, solve
 
 from zomboss.mapping import space
-from zomboss.store import Store
+from zomboss.results import Store
+from zomboss.solvers.guides import Proposal, SearchState
+from zomboss.solvers.search import SolveConfig, solve
+from zomboss.solvers.space import build_pool
 from zomboss.target import Mode, get_target, target_names
 
 

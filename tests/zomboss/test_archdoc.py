@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from zomboss import expr as ex
-from zomboss.archdoc import DocError, parse_doc
+from zomboss.doc import DocError, parse_doc
 from zomboss.knowledge import compile_doc
 from zomboss.target import doc_path, target_names
 

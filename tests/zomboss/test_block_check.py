@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from tests.fuzz import strategies as S
 from zomboss import expr as ex
-from zomboss import vexpr as vx
 from zomboss.errors import ZombossError
+from zomboss.expr import vector as vx
 from zomboss.knowledge import load_kb
 from zomboss.legality import Block, Checker
 from zomboss.program import Instr

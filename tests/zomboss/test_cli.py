@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from zomboss.cli import main
+from zomboss.app import main
 
 TOY = str(Path(__file__).parent / "data" / "toy.md")
 
@@ -130,7 +130,7 @@ def test_default_verify_auto_verifies_what_it_can_and_times_the_rest(capsys, mon
     assert main(["default", "gemmini", "mm256", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["verified"] is True and d["verify"] == "full"
-    monkeypatch.setattr("zomboss.candidate.MAX_VERIFIED_INSTRUCTIONS", 1000)
+    monkeypatch.setattr("zomboss.verify.default.MAX_VERIFIED_INSTRUCTIONS", 1000)
     assert main(["default", "gemmini", "mm256", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["verified"] is None and d["verify"] == "none" and "more than the 1,000" in d["verify_reason"]

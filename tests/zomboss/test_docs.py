@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from zomboss import asp
 from zomboss import expr as ex
 from zomboss.errors import IllegalProgram
-from zomboss.knowledge import KB, load_kb
-from zomboss.legality import Checker, Violation, parse_program
+from zomboss.knowledge import KB, Violation, load_kb
+from zomboss.knowledge import asp as asp
+from zomboss.legality import Checker, parse_program
 from zomboss.program import Instr, Program
 from zomboss.target import doc_path, get_target
 

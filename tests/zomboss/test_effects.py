@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from zomboss.archdoc import DocError, parse_doc
-from zomboss.effects import Memories, apply
+from zomboss.doc import DocError, parse_doc
 from zomboss.knowledge import compile_doc
+from zomboss.machine import Memories, apply
 
 DOC = """
 ```isa
@@ -112,7 +112,7 @@ def _kb2():
 
 
 def test_scalar_reads_see_what_an_earlier_instruction_left_in_a_tensor():
-    from zomboss.generic_sim import GenericSim
+    from zomboss.machine import GenericSim
     from zomboss.program import Instr
 
     kb = _kb2()
@@ -124,7 +124,7 @@ def test_scalar_reads_see_what_an_earlier_instruction_left_in_a_tensor():
 
 
 def test_a_byte_stepped_view_writes_overlapping_elements_in_order():
-    from zomboss.effects import views
+    from zomboss.machine import views
 
     kb = _kb2()
     assert views(kb)["x32"].stride == 1 and views(kb)["x8"].stride == 1
@@ -147,7 +147,7 @@ def test_fp32_scale_rounds_half_even_and_saturates_to_the_named_width():
 
 def test_a_declared_macro_needs_a_hook_and_its_expansion_runs():
     from zomboss.errors import ZombossError
-    from zomboss.generic_sim import GenericSim
+    from zomboss.machine import GenericSim
     from zomboss.program import Instr
 
     kb = _kb2()

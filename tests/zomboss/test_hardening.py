@@ -20,12 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from zomboss import asp
 from zomboss import expr as ex
-from zomboss.archdoc import DocError, parse_doc
-from zomboss.check import LimitError, check_file, check_mapping_values, check_program_text
-from zomboss.cli import main
+from zomboss.app import main
+from zomboss.app.check import check_file
+from zomboss.doc import DocError, parse_doc
+from zomboss.knowledge import asp as asp
 from zomboss.knowledge import cache_dir, load_kb
+from zomboss.legality import check_mapping_values, check_program_text
+from zomboss.util import LimitError
 
 TOY = Path(__file__).parent / "data" / "toy.md"
 TEXT = TOY.read_text()
@@ -90,7 +92,7 @@ def test_modified_cache_entries_are_refused(tmp_path, monkeypatch):
         header = json.loads(head)
         header["sha256"] = hashlib.sha256(evil).hexdigest()
         entry.write_bytes(json.dumps(header).encode() + b"\n" + evil)
-        from zomboss import knowledge
+        from zomboss.knowledge import kb as knowledge
 
         knowledge._LOADED.clear()
         kb = load_kb(doc)
@@ -131,7 +133,7 @@ def test_kb_check_has_an_instruction_budget(tmp_path):
 
 
 def test_kb_check_streams_and_records_only_the_cross_checked_prefix(monkeypatch):
-    from zomboss import legality
+    from zomboss.legality import checker as legality
 
     kb = load_kb(TOY)
     seen = []
@@ -151,7 +153,7 @@ def test_kb_check_streams_and_records_only_the_cross_checked_prefix(monkeypatch)
 def test_long_checks_report_progress():
     import io
 
-    from zomboss.check import Progress
+    from zomboss.app.check import Progress
 
     out = io.StringIO()
     p = Progress("p.asm", out, every=0.0)
@@ -415,7 +417,7 @@ def test_unwritable_cache_builds_in_memory_with_one_warning(tmp_path, monkeypatc
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("x")
     monkeypatch.setenv("ZOMBOSS_CACHE", str(blocker / "cache"))
-    from zomboss import cache
+    from zomboss.util import files as cache
 
     cache._WARNED.clear()
     assert main(["kb", "query", str(TOY), "param(dim,V)"]) == 0
@@ -474,8 +476,8 @@ def test_simulate_takes_max_instructions(tmp_path, capsys):
 
 
 def test_gemmini_counts_loop_commands_against_the_budget(tmp_path):
-    from zomboss.inputs import LimitError as Limit
     from zomboss.target import get_target
+    from zomboss.util import LimitError as Limit
 
     t = get_target("gemmini")
     out = t.export(t.workload("mm256"), tmp_path / "k.c", {})

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from zomboss.archdoc import DocError
+from zomboss.doc import DocError
 from zomboss.knowledge import cache_dir, load_kb
 
 TOY = Path(__file__).parent / "data" / "toy.md"
@@ -102,7 +102,7 @@ def test_corrupt_cache_entry_is_rebuilt(tmp_path, monkeypatch):
 
 _KILL_SCRIPT = """
 import sys, time
-import zomboss.knowledge as k
+import zomboss.knowledge.kb as k
 real = k._kb_to_json
 def slow(kb):
     data = real(kb)
@@ -148,8 +148,8 @@ def test_killed_mid_write_leaves_no_partial_file(tmp_path):
     doc = _doc(tmp_path, TOY.read_text())
     script = """
 import os, sys, time
-import zomboss.knowledge as k
-import zomboss.cache as c
+import zomboss.knowledge.kb as k
+import zomboss.util.files as c
 real_fdopen = os.fdopen
 class Slow:
     def __init__(self, f): self.f = f

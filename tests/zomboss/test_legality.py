@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zomboss import asp
+from zomboss.knowledge import asp as asp
 from zomboss.knowledge import load_kb
 from zomboss.legality import Checker, parse_program
 from zomboss.program import Instr, ProgramSyntaxError
@@ -105,7 +105,7 @@ def test_checker_step_api(kb):
 
 
 def test_mapping_checks(kb):
-    from zomboss.check import check_mapping_values
+    from zomboss.legality import check_mapping_values
 
     ok = check_mapping_values(kb, "matmul", {"M": 64, "N": 16, "K": 16, "tile_i": 4, "tile_k": 4, "df": "os"}, "m.json")
     assert ok.legal

@@ -9,13 +9,12 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from zomboss.solvers.enumerate import skeletons
-from zomboss.solvers.sizing import SizingModel, group_skeletons
 
 from zomboss import expr as ex
-from zomboss.archdoc import DocError
+from zomboss.doc import DocError
 from zomboss.knowledge import load_kb
 from zomboss.mapping import MappingError, Space, space
+from zomboss.solvers.space import SizingModel, group_skeletons, skeletons
 
 DOC = Path(__file__).parent / "data" / "knobs.md"
 SHAPE = {"M": 32, "N": 16, "bias": 0}
@@ -158,7 +157,7 @@ def test_skeletons_sharing_an_integer_problem_are_grouped(kb, sp):
     bias=st.integers(0, 1),
 )
 def test_python_asp_and_cpsat_agree_on_legality(kb, sp, loop, order, unroll, flavour, init, tile, buf, M, bias):
-    from zomboss.check import check_mapping_values
+    from zomboss.legality import check_mapping_values
 
     shape = {"M": M, "N": 8, "bias": bias}
     m = sp.mapping(dict(loop=loop, order=order, unroll=unroll, flavour=flavour, init=init, tile=tile, buf=buf), shape)

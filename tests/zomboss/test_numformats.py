@@ -11,10 +11,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zomboss import numformats as nf
-from zomboss.archdoc import parse_doc
-from zomboss.effects import Memories, apply
+from zomboss.doc import parse_doc
 from zomboss.knowledge import compile_doc
+from zomboss.machine import Memories, apply
+from zomboss.machine import numformats as nf
 
 
 def _f32(bits: int) -> float:

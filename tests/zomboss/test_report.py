@@ -1,10 +1,10 @@
-"""The bench report's arithmetic (zomboss/report.py): speedups, bounds and headroom."""
+"""The bench report's arithmetic (zomboss/results/report.py): speedups, bounds and headroom."""
 
 from __future__ import annotations
 
 import pytest
 
-from zomboss.report import markdown, rows_of
+from zomboss.results import markdown, rows_of
 
 
 def _result(default: int, best: int, bound: int, space_bound: int | None) -> dict[str, object]:

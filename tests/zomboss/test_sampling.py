@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from zomboss.sampling import sample_blocks, sample_json
+from zomboss.verify import sample_blocks, sample_json
 
 
 @given(rows=st.integers(1, 40), cols=st.integers(1, 40), n=st.integers(0, 50), seed=st.integers(0, 99))

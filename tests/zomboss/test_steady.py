@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zomboss import steady
+from zomboss.machine import steady as steady
 
 
 class _Machine:

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from zomboss.solvers.enumerate import skeletons
 from zomboss.targets.gemmini import TARGET
 from zomboss.targets.gemmini import generic as G
 from zomboss.targets.gemmini.config import DOC, GemminiConfig
@@ -24,11 +23,12 @@ from zomboss.targets.gemmini.suite import SUITE
 
 from tests.doc_effects import without_effects
 from tests.random_mappings import random_mapping
-from zomboss.archdoc import parse_doc
+from zomboss.doc import parse_doc
 from zomboss.errors import IllegalProgram
-from zomboss.generic_sim import GenericSim
 from zomboss.knowledge import compile_doc
+from zomboss.machine import GenericSim
 from zomboss.program import Program
+from zomboss.solvers.space import skeletons
 
 from . import test_simulator as TS
 from .conftest import GARB, ONE, prog, put, rand_i8

@@ -21,7 +21,7 @@ from zomboss.targets.gemmini.mapping import exo_style, library_default
 from zomboss.targets.gemmini.presets import CURRENT_LIBRARY
 from zomboss.targets.gemmini.simulator import simulate
 
-from zomboss.mapping import IllegalMapping, Mapping, space
+from zomboss.mapping import IllegalMapping, KnobMapping, space
 from zomboss.program import Instr
 from zomboss.target import Mode
 from zomboss.workload import Workload
@@ -44,7 +44,7 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def run(wl: Workload, m: Mapping) -> bool:
+def run(wl: Workload, m: KnobMapping) -> bool:
     """Lower, simulate functionally with every doc rule checked (no timing: only the data
     matters here), compare with NumPy."""
     inst = TARGET.instance(wl, PARAMS, seed=7)
@@ -61,11 +61,11 @@ def run(wl: Workload, m: Mapping) -> bool:
     return inst.verify(sim.dram)
 
 
-def mapping(wl: Workload, **values: object) -> Mapping:
+def mapping(wl: Workload, **values: object) -> KnobMapping:
     return space(KB, wl.op).mapping(values, wl.shape)
 
 
-def legal(wl: Workload, m: Mapping) -> bool:
+def legal(wl: Workload, m: KnobMapping) -> bool:
     return not space(KB, wl.op).violations(KB, m, wl.shape)
 
 
@@ -103,7 +103,7 @@ def stream_knobs(
 
 
 @st.composite
-def matmul_cases(draw: st.DrawFn) -> tuple[Workload, Mapping]:
+def matmul_cases(draw: st.DrawFn) -> tuple[Workload, KnobMapping]:
     M, N, K = draw(st.integers(1, 70)), draw(st.integers(1, 70)), draw(st.integers(1, 90))  # noqa: N806
     bias, relu = draw(st.booleans()), draw(st.booleans())
     wl = TARGET.workload(f"matmul:M={M},N={N},K={K},bias={int(bias)},relu={int(relu)}")
@@ -125,7 +125,7 @@ def matmul_cases(draw: st.DrawFn) -> tuple[Workload, Mapping]:
 
 
 @st.composite
-def conv_cases(draw: st.DrawFn) -> tuple[Workload, Mapping]:
+def conv_cases(draw: st.DrawFn) -> tuple[Workload, KnobMapping]:
     r = draw(st.integers(1, 4))
     pad = draw(st.integers(0, r - 1))
     stride = draw(st.integers(1, 2))
@@ -157,14 +157,14 @@ def conv_cases(draw: st.DrawFn) -> tuple[Workload, Mapping]:
 
 @settings(max_examples=70, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(matmul_cases())
-def test_random_matmul_mappings_match_numpy(case: tuple[Workload, Mapping]) -> None:
+def test_random_matmul_mappings_match_numpy(case: tuple[Workload, KnobMapping]) -> None:
     wl, m = case
     assert run(wl, m), (wl.spec, m.to_json())
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(conv_cases())
-def test_random_conv_mappings_match_numpy(case: tuple[Workload, Mapping]) -> None:
+def test_random_conv_mappings_match_numpy(case: tuple[Workload, KnobMapping]) -> None:
     wl, m = case
     assert run(wl, m), (wl.spec, m.to_json())
 

@@ -14,14 +14,13 @@ from dataclasses import fields
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from zomboss.solvers.enumerate import skeletons
-from zomboss.solvers.sizing import SizingModel
 from zomboss.targets.gemmini import TARGET
 from zomboss.targets.gemmini.config import GemminiConfig
 from zomboss.targets.gemmini.mapping import ConvView, MatmulView, block_loads, exo_style, library_default, view
 
 from zomboss import expr as ex
 from zomboss.mapping import IllegalMapping, MappingError, space
+from zomboss.solvers.space import SizingModel, skeletons
 from zomboss.target import Mode
 from zomboss.workload import Workload
 

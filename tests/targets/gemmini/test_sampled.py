@@ -14,7 +14,7 @@ from zomboss.targets.gemmini.mapping import view
 from zomboss.targets.gemmini.presets import DEFAULT_PRESET
 from zomboss.targets.gemmini.sampled import sample_blocks, verify_sampled
 
-from zomboss.cli import main
+from zomboss.app import main
 from zomboss.mapping import space
 from zomboss.target import Mode
 

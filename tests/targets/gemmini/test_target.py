@@ -14,12 +14,12 @@ import pytest
 from zomboss.targets.gemmini import TARGET, SidecarError
 from zomboss.targets.gemmini.export import program_text, sidecar_path
 
-from zomboss.candidate import default_result
-from zomboss.cli import main
+from zomboss.app import main
 from zomboss.errors import ZombossError
 from zomboss.mapping import space
 from zomboss.program import Instr, Program, ProgramSyntaxError
 from zomboss.target import Mode, get_target
+from zomboss.verify import default_result
 
 
 def test_registered() -> None:

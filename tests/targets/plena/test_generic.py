@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from zomboss.solvers.enumerate import skeletons
 from zomboss.targets.plena import TARGET
 from zomboss.targets.plena.asm import parse_program
 from zomboss.targets.plena.machine import DOC
@@ -21,13 +20,13 @@ from zomboss.targets.plena.verify import check_output
 
 from tests.doc_effects import without_effects
 from tests.random_mappings import random_mapping
-from zomboss import effects as fx
-from zomboss.archdoc import parse_doc
+from zomboss.doc import parse_doc
 from zomboss.errors import IllegalProgram
-from zomboss.generic_sim import GenericSim
 from zomboss.knowledge import compile_doc
-from zomboss.mapping import Mapping, space
-from zomboss.numformats import bf16_round, fp16_then_bf16
+from zomboss.machine import GenericSim, bf16_round, fp16_then_bf16
+from zomboss.machine import effects as fx
+from zomboss.mapping import KnobMapping, space
+from zomboss.solvers.space import skeletons
 
 CFG = PlenaConfig.from_params()
 SIM = GenericSim(CFG.kb)
@@ -250,7 +249,7 @@ SLOW = (
 _SIMS: dict[tuple, GenericSim] = {}
 
 
-def _kernel_matches(wl_id: str, mapping: Mapping | None, params: dict[str, int] | None = None) -> Any:
+def _kernel_matches(wl_id: str, mapping: KnobMapping | None, params: dict[str, int] | None = None) -> Any:
     """The kernel of `mapping` (None: Candidate-0) on seed 0: the hand-written run passes the
     golden check (so its data means something), and the generic run ends with the same VRAM,
     FP SRAM, INT SRAM, HBM and registers, bit for bit. Returns the hand-written run."""

@@ -11,13 +11,13 @@ from hypothesis import strategies as st
 from zomboss.targets.plena import TARGET
 from zomboss.targets.plena.counts import dynamic_counts
 
-from zomboss.mapping import IllegalMapping, Mapping, MappingError, space
+from zomboss.mapping import IllegalMapping, KnobMapping, MappingError, space
 from zomboss.target import Mode
 
 KB = TARGET.kb({})
 
 
-def mapping(spec: str, **knobs: object) -> Mapping:
+def mapping(spec: str, **knobs: object) -> KnobMapping:
     """The library default of `spec` with some knobs changed (booleans as Python bools)."""
     wl = TARGET.workload(spec)
     vals = {k: ("true" if v else "false") if isinstance(v, bool) else v for k, v in knobs.items()}

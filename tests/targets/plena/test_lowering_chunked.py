@@ -20,12 +20,12 @@ from zomboss.targets.plena.numerics import mx_fake_quant
 from zomboss.targets.plena.verify import result, verify
 
 from zomboss.errors import WorkloadError
-from zomboss.mapping import Mapping, space
+from zomboss.mapping import KnobMapping, space
 from zomboss.program import Program
 from zomboss.target import Mode
 
 
-def _mapping(spec: str, params: dict[str, int], **knobs: object) -> Mapping:
+def _mapping(spec: str, params: dict[str, int], **knobs: object) -> KnobMapping:
     wl = TARGET.workload(spec)
     vals = {k: ("true" if v else "false") if isinstance(v, bool) else v for k, v in knobs.items()}
     base = TARGET.reference_mappings(wl, params)["library"].as_dict()

@@ -7,13 +7,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from zomboss.solvers.enumerate import skeletons
-from zomboss.solvers.sizing import SizingModel
 from zomboss.targets.plena import TARGET
 from zomboss.targets.plena.mapping import library_default
 from zomboss.targets.plena.suite import OPS, SUITE
 
 from zomboss.mapping import IllegalMapping, MappingError, space
+from zomboss.solvers.space import SizingModel, skeletons
 from zomboss.target import Mode
 
 KB = TARGET.kb({})

@@ -11,10 +11,10 @@ from zomboss.targets.plena.layout import Kernel
 from zomboss.targets.plena.lowering import linear_plan, lower_slice
 from zomboss.targets.plena.sampled import check_slice, sample_blocks, verify_sampled
 
-from zomboss.candidate import default_result
 from zomboss.errors import WorkloadError
 from zomboss.program import Instr, Program
 from zomboss.target import Mode
+from zomboss.verify import default_result
 
 CHUNKED = ("linear:M=192,K=512,N=128", {"vram_rows": 1024})  # spans of 64 rows stored to HBM, 2 K chunks
 WHOLE = ("linear:M=72,K=128,N=192", {})  # stays in VRAM, a partial row block

@@ -10,9 +10,9 @@ from zomboss.targets.plena.asm import parse_program
 from zomboss.targets.plena.simulator import DOC, min_executed, simulate, trace
 
 from zomboss.errors import IllegalProgram
-from zomboss.inputs import LimitError
 from zomboss.knowledge import load_kb
 from zomboss.legality import Checker
+from zomboss.util import LimitError
 
 KB = load_kb(DOC)
 EXAMPLES = [pytest.param(e, id=f"{e.rule}-{'ok' if e.ok else 'bad'}") for e in KB.examples]

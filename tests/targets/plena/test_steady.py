@@ -13,7 +13,7 @@ from zomboss.targets.plena.asm import parse_program
 from zomboss.targets.plena.builder import structure
 from zomboss.targets.plena.simulator import PlenaRun, simulate
 
-from zomboss.mapping import Mapping, space
+from zomboss.mapping import KnobMapping, space
 from zomboss.program import Loop, Program
 from zomboss.target import Mode
 
@@ -185,7 +185,7 @@ SPECS = {  # shapes whose loops are long enough to extrapolate
 SHAPES = {op: st.sampled_from(specs) for op, specs in SPECS.items()}
 
 
-def _draw_mapping(data: st.DataObject, op: str, shape: dict[str, int]) -> Mapping:
+def _draw_mapping(data: st.DataObject, op: str, shape: dict[str, int]) -> KnobMapping:
     sp = space(KB, op)
     vals = {
         k.name: data.draw(st.sampled_from(k.values)) if k.values else data.draw(st.integers(1, 8)) for k in sp.knobs

@@ -13,10 +13,10 @@ from zomboss.targets.plena.asm import parse_program
 from zomboss.targets.plena.counts import dynamic_counts
 from zomboss.targets.plena.simulator import SEMANTICS, simulate
 
-from zomboss.candidate import default_result
 from zomboss.errors import IllegalProgram, WorkloadError, ZombossError
 from zomboss.mapping import space
 from zomboss.target import BREAKDOWN_KEYS, Mode, get_target
+from zomboss.verify import default_result
 from zomboss.workload import Workload
 
 

@@ -12,10 +12,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from zomboss.targets.vta import export as X
 
-from zomboss import asp
-from zomboss.effects import Memories
 from zomboss.errors import IllegalProgram
+from zomboss.knowledge import asp as asp
 from zomboss.legality import Checker, parse_program
+from zomboss.machine import Memories
 from zomboss.mapping import space
 from zomboss.target import Mode, get_target
 from zomboss.workload import Workload

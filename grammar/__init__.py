@@ -1,1 +1,0 @@
-"""Grammar of the literate ISA docs (package data)."""

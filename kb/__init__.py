@@ -1,1 +1,0 @@
-"""Workload-invariant ASP rule library (package data)."""

@@ -1,0 +1,634 @@
+"""The `zomboss` command line (contract: DESIGN.md, "Command line").
+
+Every error a user can cause ends as one clear message and a non-zero exit code, never a
+traceback (set ZOMBOSS_DEBUG=1 to see one for internal errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from zomboss.errors import ZombossError
+from zomboss.util import MAX_INSTRUCTIONS
+
+
+def _param_overrides(items: Sequence[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for item in items:
+        name, eq, val = item.partition("=")
+        if not eq or not name.strip():
+            raise ZombossError(f"--param {item!r}: expected NAME=VALUE (e.g. --param dim=8)")
+        try:
+            out[name.strip().lower()] = int(val.strip(), 0)
+        except ValueError:
+            raise ZombossError(f"--param {item!r}: value must be an integer") from None
+    return out
+
+
+def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
+    if getattr(args, "json", False):
+        print(json.dumps(data, indent=2, default=str))
+    else:
+        print(text)
+
+
+# ---- kb -------------------------------------------------------------------------------------
+
+
+def cmd_kb_build(args: argparse.Namespace) -> int:
+    from zomboss.target import resolve_kb, target_names
+    from zomboss.util import atomic_write
+
+    names = args.targets or list(target_names())
+    if args.out and len(names) != 1:
+        raise ZombossError("--out writes one KB: name exactly one target or doc")
+    overrides = _param_overrides(args.param)
+    report = []
+    for name in names:
+        t0 = time.perf_counter()
+        kb = resolve_kb(name, overrides, use_cache=not args.no_cache)
+        dt = time.perf_counter() - t0
+        report.append(
+            {"target": kb.target, "doc": kb.doc.path, **kb.counts, "cached": kb.from_cache, "seconds": round(dt, 4)}
+        )
+        if args.out:
+            atomic_write(Path(args.out), kb.asp.encode())
+    lines = [
+        f"{r['target']}: {r['facts']} facts, {r['rules']} ASP rules ({r['doc_rules']} legality rules) from {r['doc']}"
+        f" [{'cached' if r['cached'] else 'built'} in {r['seconds']:.3f}s]"
+        for r in report
+    ]
+    if args.out:
+        lines.append(f"wrote {args.out}")
+    _emit(args, report, "\n".join(lines))
+    return 0
+
+
+def cmd_kb_query(args: argparse.Namespace) -> int:
+    from zomboss.knowledge import query
+    from zomboss.target import resolve_kb
+
+    kb = resolve_kb(args.target, _param_overrides(args.param))
+    atoms = query(kb.asp, args.atom)
+    _emit(args, atoms, "\n".join(atoms))
+    return 0
+
+
+def cmd_kb_check(args: argparse.Namespace) -> int:
+    from zomboss.app.check import check_file
+
+    report = check_file(
+        args.target, Path(args.file), _param_overrides(args.param), args.asp_limit, args.max_instructions
+    )
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print(report.text())
+    return 0 if report.legal else 1
+
+
+# ---- targets ----------------------------------------------------------------------------------
+
+
+def cmd_workloads(args: argparse.Namespace) -> int:
+    from zomboss.target import get_target, target_names
+
+    names = [args.target] if args.target else list(target_names())
+    rows: list[dict[str, Any]] = []
+    for name in names:
+        t = get_target(name)
+        for wl in t.suite():
+            rows.append({"target": name, "id": wl.id, "op": wl.op, **{"shape": dict(wl.shape)}})
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="suite instances")
+    for col in ("target", "id", "op", "shape"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r["target"], r["id"], r["op"], ",".join(f"{k}={v}" for k, v in r["shape"].items()))
+    Console().print(table)
+    return 0
+
+
+def _result_text(d: dict[str, Any]) -> str:
+    keys = [
+        "target",
+        "workload",
+        "verified",
+        "cycles",
+        "default_cycles",
+        "speedup",
+        "bound_cycles",
+        "simulations",
+        "wall_s",
+    ]
+    lines = [f"{k:>15}: {d[k]}" for k in keys if k in d and d[k] is not None]
+    lines.append(f"{'mapping':>15}: {json.dumps(d.get('mapping', {}))}")
+    for k, v in d.items():
+        if k not in keys and k != "mapping":
+            lines.append(f"{k:>15}: {json.dumps(v, default=str) if isinstance(v, dict | list) else v}")
+    return "\n".join(lines)
+
+
+def cmd_default(args: argparse.Namespace) -> int:
+    from zomboss.target import get_target
+    from zomboss.verify import default_result
+
+    t = get_target(args.target)
+    wl = t.workload(args.workload)
+    res = default_result(t, wl, _param_overrides(args.param), args.verify, args.samples, args.seed)
+    d = res.to_json()
+    _emit(args, d, _result_text(d))
+    return 1 if res.verified is False else 0  # null: timed only, as the result says
+
+
+def cmd_space(args: argparse.Namespace) -> int:
+    from zomboss.solvers.space import describe_space
+    from zomboss.target import get_target
+
+    t = get_target(args.target)
+    wl = t.workload(args.workload)
+    kb = t.kb(_param_overrides(args.param))
+    report = describe_space(kb, wl.id, wl.op, wl.shape, count_seconds=args.count_seconds)
+    _emit(args, report.to_json(), report.text())
+    return 0
+
+
+def _read_mapping(t: Any, wl: Any, path: Path, params: dict[str, int]) -> Any:
+    """A mapping file: the `mapping` object `default --json` prints, or a `kb check` file
+    (`{"workload": ..., "mapping": {...}}`)."""
+    from zomboss.app.check import read_input
+    from zomboss.mapping import space
+    from zomboss.util import load_json
+
+    data = load_json(read_input(path), str(path))
+    if isinstance(data, dict) and "mapping" in data:
+        if "workload" in data and t.workload(str(data["workload"])).shape != wl.shape:
+            raise ZombossError(f"{path}: the mapping is for workload {data['workload']!r}, not {wl.id!r}")
+        data = data["mapping"]
+    sp = space(t.kb(params), wl.op)
+    m = sp.from_json(data, wl.shape, str(path))
+    sp.check(t.kb(params), m, wl.shape)
+    return m
+
+
+def _db(args: argparse.Namespace) -> Path:
+    from zomboss.util import results_dir
+
+    return Path(args.db) if args.db else results_dir() / "zomboss.sqlite"
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    from zomboss.results import Store
+    from zomboss.solvers.search import SolveConfig, solve
+    from zomboss.target import config_key, get_target
+
+    t = get_target(args.target)
+    wl = t.workload(args.workload)
+    params = _param_overrides(args.param)
+    store = Store(_db(args))
+    config = config_key(t.name, params)
+    if args.fresh:
+        store.forget(t.name, wl.id, config)
+    if args.exhaustive:
+        from zomboss.solvers.exhaustive import exhaustive
+
+        res = exhaustive(t, wl, params, store=store, time_limit=args.time_limit)
+        kind = "exhaustive"
+    else:
+        cfg = SolveConfig(guide=args.guide, budget=args.budget, seed=args.seed, guide_options=_llm_options(args))
+        res = solve(t, wl, params, cfg, store=store)
+        kind = f"solve:{args.guide}:{args.budget}:{args.seed}"
+    d = res.to_json()
+    d["db"] = str(store.path)
+    store.put(t.name, wl.id, kind, config, bool(res.verified), d)
+    store.close()
+    if args.json:
+        print(json.dumps(d, indent=2, default=str))
+    else:
+        keys = [
+            "target",
+            "workload",
+            "verified",
+            "cycles",
+            "default_cycles",
+            "speedup",
+            "candidate",
+            "simulations",
+            "pruned",
+            "bound_cycles",
+            "space_bound_cycles",
+            "optimum_cycles",
+            "legal_mappings",
+            "wall_s",
+            "db",
+        ]
+        lines = [f"{k:>18}: {d[k]}" for k in keys if d.get(k) is not None]
+        lines.append(f"{'mapping':>18}: {json.dumps(d['mapping'])}")
+        lines.append(f"{'breakdown':>18}: default {d['breakdown_default']} -> best {d['breakdown']}")
+        if d.get("rejected"):
+            lines.append(
+                f"{'rejected':>18}: {len(d['rejected'])} illegal proposals (first: {d['rejected'][0]['violations'][0]})"
+            )
+        print("\n".join(lines))
+    return 0 if res.verified else 1
+
+
+def _llm_options(args: argparse.Namespace) -> dict[str, Any]:
+    if getattr(args, "guide", None) != "llm":
+        return {}
+    return {
+        k: v
+        for k, v in {
+            "base_url": args.llm_base_url,
+            "model": args.llm_model,
+            "timeout": args.llm_timeout,
+            "max_rounds": args.llm_max_rounds,
+            "record": args.llm_record,
+            "replay": args.llm_replay,
+        }.items()
+        if v is not None
+    }
+
+
+def cmd_direct(args: argparse.Namespace) -> int:
+    """The direct-generation baseline (zomboss/solvers/direct.py): an LLM writes the program itself."""
+    from zomboss.llm import open_client
+    from zomboss.results import Store
+    from zomboss.solvers.direct import run_direct, store_direct
+    from zomboss.target import config_key, get_target
+
+    t = get_target(args.target)
+    wl = t.workload(args.workload)
+    params = _param_overrides(args.param)
+    client = open_client({**_llm_options(argparse.Namespace(**{**vars(args), "guide": "llm"}))}, args.seed)
+    res = run_direct(t, wl, params, client, args.iterations, args.seed)
+    d = res.to_json()
+    store = Store(_db(args))
+    store_direct(store, res, config_key(t.name, params))
+    d["db"] = str(store.path)
+    store.close()
+    text = "\n".join(
+        f"{k:>14}: {d[k]}"
+        for k in (
+            "target",
+            "workload",
+            "verified",
+            "reason",
+            "cycles",
+            "default_cycles",
+            "instructions",
+            "iterations",
+            "budget",
+            "tokens",
+            "db",
+        )
+        if d.get(k) is not None
+    )
+    _emit(args, d, text + f"\n{'usage':>14}: {d['usage']}")
+    return 0 if res.verified else 1
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from zomboss.target import get_target
+
+    t = get_target(args.target)
+    path = Path(args.program)
+    if not path.exists():
+        raise ZombossError(f"{path}: no such file")
+    res = t.simulate_file(path, _param_overrides(args.param), args.max_instructions)
+    d = res.to_json()
+    _emit(args, d, _result_text(d))
+    return 1 if res.verified is False else 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from zomboss.target import get_target
+    from zomboss.util import output_file
+
+    t = get_target(args.target)
+    wl = t.workload(args.workload)
+    params = _param_overrides(args.param)
+    mapping = _read_mapping(t, wl, Path(args.mapping), params) if args.mapping else None
+    out = t.export(wl, output_file(Path(args.output)), params, mapping)
+    _emit(args, {"target": args.target, "workload": wl.id, "path": str(out)}, f"wrote {out}")
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from zomboss.app.bench import DIRECT, kind_of, run_bench, select, suites_for
+    from zomboss.results import Store, compare_rows, rows_of, write_report
+    from zomboss.target import config_key, get_target
+    from zomboss.util import results_dir
+
+    suites = suites_for(args.suite)
+    if args.compare_direct and (args.guide != "llm" or args.exhaustive or args.defaults_only):
+        raise ZombossError("--compare-direct compares the LLM guide with direct generation: use it with --guide llm")
+    params = _param_overrides(args.param)
+    db = _db(args)
+    guide = None if args.defaults_only else args.guide
+    kind = kind_of(guide, args.budget, args.seed, args.exhaustive)
+    pairs = select(suites, args.only or (), args.subset)
+    t0 = time.perf_counter()
+
+    def bench(kind: str) -> dict[tuple[str, str], dict[str, Any]]:
+        return run_bench(
+            pairs,
+            db,
+            kind=kind,
+            guide=args.guide,
+            budget=args.budget,
+            seed=args.seed,
+            time_limit=args.time_limit,
+            workers=args.workers,
+            ray_address=args.ray,
+            params=params,
+            guide_options=_llm_options(args),
+            fresh=args.fresh,
+            progress=not args.json,
+        )
+
+    results = bench(kind)
+    wall = time.perf_counter() - t0
+    ops = {(t, w): get_target(t).workload(w).op for t, w in pairs}
+    optima: dict[tuple[str, str], int] = {}
+    store = Store(db)
+    for t in suites:
+        key = config_key(t, params)
+        for row in store.rows(t, "exhaustive"):
+            if row.config == key and row.ok and row.payload.get("optimum_cycles"):
+                optima[(t, row.workload)] = int(row.payload["optimum_cycles"])
+    store.close()
+    rows = rows_of({p: results[p] for p in pairs if p in results}, ops, optima)
+    direct_rows: list[dict[str, Any]] | None = None
+    if args.compare_direct:
+        direct_rows = compare_rows({p: results[p] for p in pairs if p in results}, bench(DIRECT))
+        wall = time.perf_counter() - t0
+    folder = Path(args.report) if args.report else results_dir()
+    config = {
+        "kind": kind,
+        "suites": ", ".join(suites),
+        "instances": len(pairs),
+        "params": params or "doc defaults",
+        "workers": args.workers,
+        "store": str(db),
+        "wall time": f"{wall:.1f} s",
+    }
+    report = write_report(rows, folder, "Zomboss bench report", config, direct=direct_rows)
+    if args.json:
+        print(
+            json.dumps(
+                {"db": str(db), "report": str(report), "wall_s": wall, "results": rows, "direct": direct_rows},
+                indent=2,
+                default=str,
+            )
+        )
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        table = Table(title=f"{kind} ({db})")
+        for col in ("target", "workload", "verified", "default", "best", "speedup", "bound/best", "sims", "wall s"):
+            table.add_column(col, justify="left" if col in ("target", "workload") else "right")
+        for r in rows:
+            table.add_row(
+                r["target"],
+                r["workload"],
+                "yes" if r["verified"] else ("ERROR" if r["error"] else "no"),
+                str(r["default"] or "-"),
+                str(r["best"] or "-"),
+                f"{r['speedup']:.3f}" if r["speedup"] else "-",
+                f"{r['pct_bound']:.1%}" if r["pct_bound"] else "-",
+                str(r["simulations"] if r["simulations"] is not None else "-"),
+                f"{r['wall_s'] or 0:.1f}",
+            )
+        Console().print(table)
+        for r in rows:
+            if r["error"]:
+                print(f"{r['target']}:{r['workload']}: {r['error']}")
+        if direct_rows is not None:
+            from zomboss.results import compare_summary
+
+            for line in compare_summary(direct_rows):
+                print(line)
+        print(f"{sum(r['verified'] for r in rows)}/{len(rows)} verified; report: {report}; bench wall time {wall:.1f}s")
+    return 0 if rows and all(r["verified"] for r in rows) else 1
+
+
+# ---- parser -------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--param", action="append", default=[], metavar="NAME=VALUE", help="override a doc parameter (repeatable)"
+    )
+    common.add_argument("--json", action="store_true", help="print JSON")
+
+    p = argparse.ArgumentParser(
+        prog="zomboss", description="Verified kernels for new accelerators from literate ISA docs."
+    )
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    kb = sub.add_parser("kb", help="the knowledge base: build, query, check")
+    kbs = kb.add_subparsers(dest="kbcmd", required=True)
+    b = kbs.add_parser("build", parents=[common], help="parse docs, write the KB artifact, print fact/rule counts")
+    b.add_argument("targets", nargs="*", metavar="TARGET|DOC.md")
+    b.add_argument("--out", metavar="FILE.lp", help="write the self-contained ASP program (loads in stock clingo)")
+    b.add_argument("--no-cache", action="store_true", help="rebuild even if a cached artifact exists")
+    b.set_defaults(fn=cmd_kb_build)
+    q = kbs.add_parser("query", parents=[common], help="print the KB atoms matching an ASP atom pattern")
+    q.add_argument("target", metavar="TARGET|DOC.md")
+    q.add_argument("atom", metavar="ATOM", help="e.g. 'param(dim,V)', 'capacity(M,R)', 'rule(Id)'")
+    q.set_defaults(fn=cmd_kb_query)
+    c = kbs.add_parser("check", parents=[common], help="check a mapping (.json) or a program; exit 1 if illegal")
+    c.add_argument("target")
+    c.add_argument("file")
+    c.add_argument(
+        "--asp-limit",
+        type=int,
+        default=20_000,
+        metavar="N",
+        help="clingo cross-checks the first N executed instructions (0: all)",
+    )
+    c.add_argument(
+        "--max-instructions",
+        type=int,
+        default=MAX_INSTRUCTIONS,
+        metavar="N",
+        help="stop after N executed instructions (default 20,000,000; hardware loops count every iteration)",
+    )
+    c.set_defaults(fn=cmd_kb_check)
+
+    w = sub.add_parser("workloads", parents=[common], help="list the suite instances")
+    w.add_argument("target", nargs="?")
+    w.set_defaults(fn=cmd_workloads)
+
+    d = sub.add_parser("default", parents=[common], help="Candidate-0: the compiler default, simulated and verified")
+    d.add_argument("target")
+    d.add_argument("workload", help="suite id (e.g. mm512) or OP:KEY=VALUE,...")
+    d.add_argument(
+        "--verify",
+        choices=("auto", "full", "sampled", "none"),
+        default="auto",
+        help="full: functional simulation against NumPy; none: timing only (steady loops extrapolated); "
+        "sampled: timing only, and --samples output blocks (the first, the last, random ones) "
+        "simulated functionally and compared with NumPy; "
+        "auto (default): full unless the operands are too large to allocate or the kernel executes "
+        "more than 20M instructions (then timing only, and the result says why)",
+    )
+    d.add_argument("--samples", type=int, default=8, help="output blocks --verify sampled checks (default 8)")
+    d.add_argument("--seed", type=int, default=0, help="the seed of the sampled blocks and their inputs")
+    d.set_defaults(fn=cmd_default)
+
+    sp = sub.add_parser("space", parents=[common], help="the mapping space: knobs, domains, constraints, skeletons")
+    sp.add_argument("target")
+    sp.add_argument("workload", help="suite id or OP:KEY=VALUE,...")
+    sp.add_argument(
+        "--count-seconds", type=float, default=4.0, metavar="S", help="CP-SAT budget for counting legal mappings"
+    )
+    sp.set_defaults(fn=cmd_space)
+
+    so = sub.add_parser("solve", parents=[common], help="guided search for a faster verified kernel")
+    so.add_argument("target")
+    so.add_argument("workload", help="suite id or OP:KEY=VALUE,...")
+    so.add_argument("--guide", default="cost", choices=["cost", "surrogate", "llm"])
+    so.add_argument(
+        "--budget", type=int, default=32, metavar="N", help="timing-only simulations of searched candidates"
+    )
+    so.add_argument("--seed", type=int, default=0)
+    so.add_argument("--exhaustive", action="store_true", help="simulate or prune (sound bound) every legal mapping")
+    so.add_argument(
+        "--time-limit", type=float, default=None, metavar="S", help="stop an exhaustive run after S seconds"
+    )
+    so.add_argument("--db", default=None, metavar="FILE", help="results store (default: $ZOMBOSS_RESULTS or results/)")
+    so.add_argument("--fresh", action="store_true", help="forget this instance's stored simulations first")
+    so.add_argument("--llm-base-url", default=None, help="OpenAI-compatible endpoint (or $OPENAI_BASE_URL)")
+    so.add_argument("--llm-model", default=None, help="model name (or $ZOMBOSS_LLM_MODEL)")
+    so.add_argument("--llm-timeout", type=float, default=None, metavar="S")
+    so.add_argument("--llm-max-rounds", type=int, default=None, metavar="N")
+    so.add_argument("--llm-record", default=None, metavar="FILE.jsonl")
+    so.add_argument("--llm-replay", default=None, metavar="FILE.jsonl")
+    so.set_defaults(fn=cmd_solve)
+
+    dr = sub.add_parser("direct", parents=[common], help="direct-generation baseline: an LLM writes the program")
+    dr.add_argument("target")
+    dr.add_argument("workload", help="suite id or OP:KEY=VALUE,...")
+    dr.add_argument("--iterations", type=int, default=None, metavar="N", help="model turns (default 15/20/25 by level)")
+    dr.add_argument("--seed", type=int, default=0)
+    dr.add_argument("--db", default=None, metavar="FILE", help="results store (default: $ZOMBOSS_RESULTS or results/)")
+    for flag in ("--llm-base-url", "--llm-model", "--llm-record", "--llm-replay"):
+        dr.add_argument(flag, default=None)
+    dr.add_argument("--llm-timeout", type=float, default=None, metavar="S")
+    dr.add_argument("--llm-max-rounds", type=int, default=None, help=argparse.SUPPRESS)
+    dr.set_defaults(fn=cmd_direct)
+
+    s = sub.add_parser("simulate", parents=[common], help="run a program file on the simulator and verify it")
+    s.add_argument("target")
+    s.add_argument("program")
+    s.add_argument(
+        "--max-instructions",
+        type=int,
+        default=MAX_INSTRUCTIONS,
+        metavar="N",
+        help="stop after N executed instructions (default 20,000,000; hardware loops count every iteration)",
+    )
+    s.set_defaults(fn=cmd_simulate)
+
+    e = sub.add_parser("export", parents=[common], help="write the kernel in the target's native form")
+    e.add_argument("target")
+    e.add_argument("workload")
+    e.add_argument("-o", "--output", required=True, metavar="FILE")
+    e.add_argument("--mapping", metavar="FILE.json", help="export this mapping's kernel instead of Candidate-0")
+    e.set_defaults(fn=cmd_export)
+    bn = sub.add_parser("bench", parents=[common], help="search every suite instance: results DB + report")
+    bn.add_argument("--suite", default="all", help="a target name, or all")
+    bn.add_argument("--guide", default="cost", choices=["cost", "surrogate", "llm"])
+    bn.add_argument("--budget", type=int, default=32, metavar="N")
+    bn.add_argument("--seed", type=int, default=0)
+    bn.add_argument("--exhaustive", action="store_true", help="exhaustive branch and bound per instance")
+    bn.add_argument("--time-limit", type=float, default=None, metavar="S", help="per-instance limit for --exhaustive")
+    bn.add_argument("--defaults-only", action="store_true", help="only Candidate-0 of every instance (no search)")
+    bn.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="local process pool size")
+    bn.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help="fan out over a Ray cluster at ADDRESS, or 'local' to start one for this run (zomboss[ray])",
+    )
+    bn.add_argument("--db", default=None, metavar="FILE", help="results store (default: $ZOMBOSS_RESULTS or results/)")
+    bn.add_argument("--report", default=None, metavar="DIR", help="where report.md and the plots go")
+    bn.add_argument("--fresh", action="store_true", help="forget stored results of these instances first")
+    bn.add_argument("--only", action="append", metavar="WORKLOAD", help="restrict to these suite ids (repeatable)")
+    bn.add_argument("--subset", action="store_true", help="one representative (smallest) instance per op family")
+    bn.add_argument("--llm-base-url", default=None)
+    bn.add_argument("--llm-model", default=None)
+    bn.add_argument("--llm-timeout", type=float, default=None)
+    bn.add_argument("--llm-max-rounds", type=int, default=None)
+    bn.add_argument(
+        "--llm-record",
+        default=None,
+        metavar="FILE.jsonl",
+        help="record every call, one FILE.<target>.<workload>.<run>.jsonl per instance",
+    )
+    bn.add_argument("--llm-replay", default=None, metavar="FILE.jsonl", help="replay the recordings --llm-record wrote")
+    bn.add_argument(
+        "--compare-direct",
+        action="store_true",
+        help="with --guide llm: also run the direct-generation baseline on every instance and report tokens and verified kernels of both",
+    )
+    bn.set_defaults(fn=cmd_bench)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.fn(args))
+    except ZombossError as e:
+        print(f"zomboss: {e}", file=sys.stderr)
+        return e.exit_code
+    except BrokenPipeError:  # output piped into `head` and closed early
+        sys.stderr.close()
+        return 0
+    except KeyboardInterrupt:
+        print("zomboss: interrupted", file=sys.stderr)
+        return 130
+    except OSError as e:  # a file or folder of the user's that cannot be read or written
+        if e.filename is None or os.environ.get("ZOMBOSS_DEBUG"):
+            return _internal(e)
+        print(f"zomboss: {e.filename}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    except RecursionError:
+        print("zomboss: input nested too deeply to process (see docs/archdoc.md, Limits)", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print(
+            "zomboss: out of memory (an input beyond the documented limits? see docs/archdoc.md, Limits)",
+            file=sys.stderr,
+        )
+        return 2
+    except Exception as e:  # noqa: BLE001 - internal bugs: one line, traceback on request
+        return _internal(e)
+
+
+def _internal(e: Exception) -> int:
+    if os.environ.get("ZOMBOSS_DEBUG"):
+        raise e
+    print(f"zomboss: internal error: {type(e).__name__}: {e} (set ZOMBOSS_DEBUG=1 for a traceback)", file=sys.stderr)
+    return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,650 @@
+"""Executable effects: the `effect` clauses of an ISA doc interpreted on NumPy arrays.
+
+An effect is a loop nest, index lets and tensor assignments (`docmodel.Effect`). One call of
+`apply` runs one effect of one executed instruction: the loop nest becomes flat int64 index
+columns (first loop outermost), the index expressions are evaluated over those columns at
+once (`veval`), and each assignment gathers its argument rows, computes, narrows to the
+target's element type and scatters — no per-element Python loops. Sequential semantics (a
+point sees the writes of the points before it) are kept exactly: accumulations use
+`np.add.at`, repeated targets are applied in rounds (the k-th write of every row at once),
+and only an assignment that reads rows another point of the same nest writes falls back to
+one point at a time (still vectorised over the row).
+
+Effects never reach ASP: the KB keeps the `reads`/`writes` footprints. Number formats that
+need care are named hooks implemented once in the core: integer element types and
+`ROUNDING` here, float formats whose writes round (`bf16`) in `zomboss.numformats`.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from zomboss import expr as ex
+from zomboss.doc import model as dm
+from zomboss.errors import ZombossError
+from zomboss.expr import COMPARE
+from zomboss.knowledge import KB
+from zomboss.machine import numformats as nf
+
+MAX_POINTS = 1 << 24  # loop points one effect may have (bounded memory per instruction)
+
+DTYPES: dict[str, Any] = {
+    "int8": np.int8,
+    "uint8": np.uint8,
+    "u8": np.uint8,
+    "int16": np.int16,
+    "int32": np.int32,
+    "u32": np.uint32,
+    "uint32": np.uint32,
+    "int64": np.int64,
+    "u64": np.uint64,
+    "fp32": np.float32,
+    **{n: f.storage for n, f in nf.FORMATS.items()},
+}
+
+ROUNDING = ("floor", "half_even", "half_up")  # cast(..., round=k): index into this tuple
+
+
+class EffectError(ZombossError):
+    """An effect that cannot be applied (an index outside its memory, an unknown op); the
+    simulator reports it as a violation at the instruction, with the effect's doc line."""
+
+    def __init__(self, message: str, loc: dm.Loc, values: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.loc = loc
+        self.values = dict(values or {})
+
+
+@dataclass(frozen=True)
+class View:
+    """A piece of `memory` (an on-chip memory or a tensor) seen as a rows x cols tensor of
+    `dtype`: on chip, a row (or rows x cols consecutive values of one: the row split in
+    width / (rows x cols) elements); for an external (byte addressed) memory, element i is
+    the bytes [i*step, i*step + elem_bytes) (step: elem_bytes unless the view says)."""
+
+    name: str
+    memory: str
+    rows: int
+    cols: int
+    dtype: Any
+    external: bool
+    count: int  # elements addressable (on chip; 0 for external: the array's size decides)
+    step: int = 0  # external: bytes between consecutive elements (0: elem_bytes)
+    fmt: str = ""  # a number format of `numformats.FORMATS` whose narrowing every write applies
+
+    def narrow(self, vals: np.ndarray) -> np.ndarray:
+        """Values as this view stores them: converted to its dtype, through its format's hook."""
+        f = nf.FORMATS.get(self.fmt)
+        if f is not None and f.narrow is not None:
+            return f.narrow(vals)
+        return vals.astype(self.dtype)
+
+    def widen(self, raw: np.ndarray) -> np.ndarray:
+        """Values of stored codes (a coded format: E4M3, E8M0); other views read as stored."""
+        f = nf.FORMATS.get(self.fmt)
+        return f.widen(raw) if f is not None and f.widen is not None else raw
+
+    @property
+    def read_only(self) -> bool:
+        f = nf.FORMATS.get(self.fmt)
+        return f is not None and f.widen is not None and f.narrow is None
+
+    @property
+    def elem_bytes(self) -> int:
+        return self.rows * self.cols * np.dtype(self.dtype).itemsize
+
+    @property
+    def stride(self) -> int:
+        return self.step or self.elem_bytes
+
+
+def views(kb: KB) -> dict[str, View]:
+    """Every memory (as a 1 x width view of itself), tensor state and declared view."""
+
+    def num(e: ex.Expr, what: str, d: dm.Decl) -> int:
+        v = ex.evaluate(e, kb.params)
+        if not isinstance(v, int) or v < 1:
+            raise ZombossError(f"{d.loc}: {d.kind} {d.name}: {what} must be a positive integer")
+        return v
+
+    def dtype(name: str, where: dm.Loc) -> Any:
+        if name not in DTYPES:
+            raise ZombossError(f"{where}: element type {name!r} has no numeric hook (known: {', '.join(DTYPES)})")
+        return DTYPES[name]
+
+    out: dict[str, View] = {}
+    for m in kb.memories.values():
+        if not m.external and m.type in DTYPES:
+            out[m.name] = View(m.name, m.name, 1, m.width or 1, DTYPES[m.type], False, m.rows or 0, 0, m.type)
+    for rd in kb.doc.regfiles:  # a register file: `count` one-value rows
+        r = kb.regfiles[rd.name]
+        out[r.name] = View(r.name, r.name, 1, 1, dtype(r.type, rd.loc), False, r.count, 0, r.type)
+    for d in kb.doc.decls:
+        f = d.fields
+        if d.kind == "tensor":
+            t = _name(f.get("type", ex.Ref(("int32",))))
+            out[d.name] = View(
+                d.name, d.name, num(f["rows"], "rows", d), num(f["cols"], "cols", d), dtype(t, d.loc), False, 1, 0, t
+            )
+    for d in kb.doc.decls:
+        f = d.fields
+        if d.kind == "view":
+            of = _name(f["of"])
+            mem = kb.memories.get(of)
+            base = out.get(of) if mem is None else None
+            if mem is None and (base is None or base.name != base.memory or base.count != 1):
+                raise ZombossError(f"{d.loc}: view {d.name}: 'of' must name a memory or a tensor")
+            rows, cols = num(f["rows"], "rows", d), num(f["cols"], "cols", d)
+            if mem is not None and mem.external:
+                t = _name(f["type"]) if "type" in f else mem.type
+                step = num(f["step"], "step", d) if "step" in f else 0
+                out[d.name] = View(d.name, mem.name, rows, cols, dtype(t, d.loc), True, 0, step, t)
+                continue
+            width, n, dt = (mem.width or 1, mem.rows or 0, mem.type) if mem else (base.rows * base.cols, 1, "")  # type: ignore[union-attr]
+            if "type" in f and (t := _name(f["type"])) != dt and (mem is not None or DTYPES.get(t) != base.dtype):  # type: ignore[union-attr]
+                raise ZombossError(f"{d.loc}: view {d.name}: an on-chip view keeps the type of {of}")
+            if width % (rows * cols):
+                raise ZombossError(f"{d.loc}: view {d.name}: rows x cols must divide the width of {of} ({width})")
+            vt = DTYPES[mem.type] if mem is not None else base.dtype  # type: ignore[union-attr]
+            vf = mem.type if mem is not None else base.fmt  # type: ignore[union-attr]
+            out[d.name] = View(d.name, of, rows, cols, vt, False, n * (width // (rows * cols)), 0, vf)
+    return out
+
+
+def _name(e: ex.Expr) -> str:
+    if isinstance(e, ex.Ref) and len(e.parts) == 1:
+        return e.name
+    if isinstance(e, ex.Sym):
+        return e.name
+    raise ZombossError(f"expected a name, got {ex.show(e)}")
+
+
+# ---- vectorised expressions ------------------------------------------------------------------
+
+_VBIN: dict[str, Callable[[Any, Any], Any]] = {
+    "+": np.add,
+    "-": np.subtract,
+    "*": np.multiply,
+    "/": np.floor_divide,
+    "%": np.mod,
+    "&": np.bitwise_and,
+    "|": np.bitwise_or,
+    "<<": np.left_shift,
+    ">>": np.right_shift,
+    **COMPARE,
+    "and": np.logical_and,
+    "or": np.logical_or,
+}
+
+
+def veval(e: ex.Expr, env: Mapping[str, Any]) -> Any:
+    """expr.py's integer semantics over int64 columns (index arithmetic: no value of an
+    index expression comes near 2**62). Scalars stay scalars; columns broadcast."""
+    return vcompile(e)(env)
+
+
+Vfn = Callable[[Mapping[str, Any]], Any]
+# operators whose Python form agrees with the NumPy one on ints and on int64 columns alike
+_FAST: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "&": operator.and_,
+    "|": operator.or_,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "and": np.logical_and,
+    "or": np.logical_or,
+}
+_COMPILED: dict[int, tuple[ex.Expr, Vfn]] = {}
+
+
+def vcompile(e: ex.Expr) -> Vfn:
+    """`veval` of e as a closure, built once per expression (effects run per instruction)."""
+    hit = _COMPILED.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    fn = _vc(e)
+    _COMPILED[id(e)] = (e, fn)
+    return fn
+
+
+def _vc(e: ex.Expr) -> Vfn:  # noqa: C901 - one case per expression node
+    if isinstance(e, ex.Int):
+        v = e.value
+        return lambda env: v
+    if isinstance(e, ex.Ref):
+        name = e.name
+
+        def ref(env: Mapping[str, Any]) -> Any:
+            try:
+                return env[name]
+            except KeyError:
+                raise ex.ExprError(f"unknown name {name!r} in an effect") from None
+
+        return ref
+    if isinstance(e, ex.Sym):
+        low = e.name.lower()
+        return lambda env: low
+    if isinstance(e, ex.Bin):
+        fa, fb, op = vcompile(e.left), vcompile(e.right), e.op
+        if op == "->":
+            return lambda env: np.logical_or(np.logical_not(fa(env)), fb(env))
+        f = _VBIN[op]
+        if op in _FAST:
+            g = _FAST[op]
+            return lambda env: g(fa(env), fb(env))
+
+        def binop(env: Mapping[str, Any]) -> Any:
+            a, b = fa(env), fb(env)
+            if isinstance(a, str) or isinstance(b, str):
+                return (a == b) if op == "==" else (a != b)
+            if op in ("/", "%") and np.any(np.asarray(b) == 0):
+                raise ex.Undefined(f"division by zero in {ex.show(e)}")
+            return f(a, b)
+
+        return binop
+    if isinstance(e, ex.Un):
+        fx = vcompile(e.arg)
+        if e.op == "not":
+            return lambda env: np.logical_not(fx(env))
+        return lambda env: np.negative(fx(env))
+    if isinstance(e, ex.Cond):
+        fc, ft, fo = vcompile(e.cond), vcompile(e.then), vcompile(e.other)
+        return lambda env: np.where(fc(env), ft(env), fo(env))
+    if isinstance(e, ex.InSet):
+        fx, items = vcompile(e.arg), [vcompile(x) for x in e.items]
+        return lambda env: np.isin(fx(env), [g(env) for g in items])
+    if isinstance(e, ex.Call) and e.fn in ("min", "max", "cdiv", "abs"):
+        fs = [vcompile(x) for x in e.args]
+        if e.fn == "min":
+            return lambda env: np.minimum(fs[0](env), fs[1](env))
+        if e.fn == "max":
+            return lambda env: np.maximum(fs[0](env), fs[1](env))
+        if e.fn == "cdiv":
+            return lambda env: -np.floor_divide(np.negative(fs[0](env)), fs[1](env))
+        return lambda env: np.abs(fs[0](env))
+
+    def bad(env: Mapping[str, Any]) -> Any:
+        raise ex.ExprError(f"{ex.show(e)} cannot be evaluated in an effect")
+
+    return bad
+
+
+# ---- tensor operations -------------------------------------------------------------------------
+
+
+def _shr(x: Any, s: Any) -> Any:
+    """Arithmetic right shift by s >= 0, left shift by -s for s < 0 (VTA fsim's SHR)."""
+    s = np.asarray(s, dtype=np.int64)
+    right = np.right_shift(x, np.clip(s, 0, 63))
+    left = np.left_shift(x, np.clip(-s, 0, 63))
+    return np.where(s >= 0, right, left)
+
+
+def _mac(c: Any, a: Any, b: Any, bt: int = 0) -> Any:
+    """c + a @ b (b: k x o), or c + a @ b^T with bt=1 (b stored o x k, as VTA's weights)."""
+    return c + (np.einsum("nrk,nok->nro", a, b) if bt else np.einsum("nrk,nko->nro", a, b))
+
+
+OPS: dict[str, Callable[..., Any]] = {
+    "copy": lambda x: x,
+    "zero": lambda: 0,
+    "fill": lambda v: v,
+    "add": np.add,
+    "sub": np.subtract,
+    "mul": np.multiply,
+    "min": np.minimum,
+    "max": np.maximum,
+    "shr": _shr,
+    "mac": _mac,
+    "rsum": lambda x: x.sum(axis=-1, keepdims=True),
+    "rmax": lambda x: x.max(axis=-1, keepdims=True),
+    "pack": lambda *vs: np.concatenate(vs, axis=-1),
+    **nf.FUNCS,
+}
+OPTIONS = {
+    "mac": ("bt",),
+    "mac32": ("bt",),
+    "cast": ("scale", "shift", "round", "sat", "bits", "fscale", "relu", "fmt"),
+}
+
+
+def f32(bits: int) -> np.float32:
+    """The IEEE binary32 value of a 32-bit pattern (scales travel as bit patterns)."""
+    return np.array([bits & 0xFFFFFFFF], dtype=np.uint32).view(np.float32)[0]
+
+
+def _round_float(y: Any, mode: str) -> Any:
+    if mode == "half_even":
+        return np.rint(y)
+    if mode == "half_up":
+        return np.floor(y + np.float32(0.5))
+    return np.floor(y)
+
+
+def _cast(
+    x: Any,
+    dtype: Any,
+    scale: int = 1,
+    shift: int = 0,
+    round: int = 0,
+    sat: int = 0,
+    bits: int = 0,
+    fscale: int = -1,
+    relu: int = 0,
+    fmt: str = "",
+) -> Any:
+    """x * scale / 2**shift rounded (ROUNDING[round]), then saturated when sat=1 (to dtype,
+    or to a signed `bits`-bit integer: a narrow value staged in a wider tensor); with fscale
+    (an fp32 bit pattern): fp32(x) * fscale in fp32 arithmetic, rounded to an integer;
+    relu=1 clears negative results (after saturation); fmt="NAME" applies the number-format
+    hook `numformats.HOOKS[NAME]` (float32 values in and out) and nothing else."""
+    if fmt:
+        return nf.HOOKS[fmt](np.asarray(x, dtype=np.float32))
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if bits > 0 else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+    if fscale >= 0:
+        y = _round_float(np.asarray(x).astype(np.float32) * f32(fscale), ROUNDING[round])
+        if sat:
+            y = np.clip(y, lo, hi)
+        v = y.astype(np.int64)
+        return np.maximum(v, 0) if relu else v
+    v = np.asarray(x, dtype=np.int64) * scale
+    if shift > 0:
+        q = np.right_shift(v, shift)
+        r = v - np.left_shift(q, shift)
+        half = 1 << (shift - 1)
+        if ROUNDING[round] == "half_up":
+            q = q + (r >= half)
+        elif ROUNDING[round] == "half_even":
+            q = q + ((r > half) | ((r == half) & (q & 1 == 1)))
+        v = q
+    if sat:
+        v = np.clip(v, lo, hi)
+    return np.maximum(v, 0) if relu else v
+
+
+# ---- memories -----------------------------------------------------------------------------------
+
+
+class Memories:
+    """The machine's data: an array per on-chip memory or tensor (rows x width), a byte
+    array per external memory."""
+
+    def __init__(
+        self, kb: KB, external_bytes: Mapping[str, int] | None = None, only: Collection[str] | None = None
+    ) -> None:
+        """`only`: allocate just these on-chip memories (the registers of a timing-only run)."""
+        self.kb = kb
+        self.views = views(kb)
+        self.arrays: dict[str, np.ndarray] = {}
+        for v in self.views.values():
+            if v.name == v.memory and not v.external and (only is None or v.name in only):
+                self.arrays[v.name] = np.zeros((v.count, v.rows * v.cols), dtype=v.dtype)
+        for m in kb.memories.values():
+            if m.external and only is None:
+                self.arrays[m.name] = np.zeros((external_bytes or {}).get(m.name, 0), dtype=np.uint8)
+
+    def flat(self, v: View) -> np.ndarray:
+        """An on-chip view's storage as one row per element (a view: writes go through)."""
+        return self.arrays[v.memory].reshape(-1, v.rows * v.cols)
+
+    def _check(self, v: View, idx: np.ndarray, a: dm.Assign | dm.Effect, what: str) -> None:
+        size = len(self.arrays[v.memory])
+        n = (size - v.elem_bytes) // v.stride + 1 if v.external and size >= v.elem_bytes else v.count
+        n = 0 if v.external and size < v.elem_bytes else n
+        if idx.size and (idx.min() < 0 or idx.max() >= n):
+            bad = int(idx[(idx < 0) | (idx >= n)][0])
+            raise EffectError(
+                f"{what} {v.name}[{bad}] is outside {v.memory} ({n} elements of {v.rows}x{v.cols})",
+                a.loc,
+                {"index": bad, "elements": n},
+            )
+
+    def gather(self, v: View, idx: np.ndarray, a: dm.Assign | dm.Effect) -> np.ndarray:
+        self._check(v, idx, a, "reads")
+        if v.external:
+            eb = v.elem_bytes
+            raw = self.arrays[v.memory][(idx * v.stride)[:, None] + np.arange(eb)]
+            return v.widen(raw.view(v.dtype)).reshape(len(idx), v.rows, v.cols)
+        return v.widen(self.flat(v)[idx]).reshape(len(idx), v.rows, v.cols)
+
+    def scatter(self, v: View, idx: np.ndarray, vals: np.ndarray, a: dm.Assign) -> None:
+        if v.read_only:
+            raise EffectError(f"{v.name} holds {v.fmt} codes, which effects read but do not write", a.loc)
+        self._check(v, idx, a, "writes")
+        if v.external:
+            eb = v.elem_bytes
+            raw = np.ascontiguousarray(v.narrow(vals)).view(np.uint8).reshape(len(idx), eb)
+            self.arrays[v.memory][(idx * v.stride)[:, None] + np.arange(eb)] = raw
+        else:
+            self.flat(v)[idx] = v.narrow(vals.reshape(len(idx), v.rows * v.cols))
+
+    def span(self, v: View, idx: np.ndarray) -> tuple[np.ndarray, int]:
+        """Where elements lie in their memory's storage: first position and length (bytes for
+        an external memory, values on chip), to compare views of one memory."""
+        if v.external:
+            return idx * v.stride, v.elem_bytes
+        return idx * (v.rows * v.cols), v.rows * v.cols
+
+
+# ---- applying an effect -------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=256)
+def _grids(counts: tuple[int, ...]) -> np.ndarray:
+    """The loop nest's index columns (first loop outermost), shared read-only."""
+    total = int(np.prod(counts, dtype=np.int64))
+    g = np.indices(counts, dtype=np.int64).reshape(len(counts), total)
+    g.flags.writeable = False
+    return g
+
+
+def apply(mem: Memories, eff: dm.Effect, env: Mapping[str, Any]) -> int:
+    """Run one effect of an instruction whose scalar names are `env`; returns its loop points."""
+    cols: dict[str, Any] = dict(env)
+    counts = []
+    for lp in eff.loops:
+        if lp.count is not None:
+            counts.append(int(vcompile(lp.count)(env)))
+        else:
+            assert lp.lo is not None and lp.hi is not None
+            counts.append(int(vcompile(lp.hi)(env)) - int(vcompile(lp.lo)(env)))
+    counts = [max(c, 0) for c in counts]
+    total = int(np.prod(counts, dtype=np.int64)) if counts else 1
+    if total == 0:
+        return 0
+    if total > MAX_POINTS:
+        raise EffectError(f"the effect has {total:,} points, more than the {MAX_POINTS:,} one instruction may", eff.loc)
+    grids = _grids(tuple(counts)) if counts else np.zeros((0, 1), np.int64)
+    for lp, g in zip(eff.loops, grids, strict=True):
+        if lp.count is not None:
+            cols[lp.var] = g
+            continue
+        assert lp.lo is not None
+        rows = g + int(vcompile(lp.lo)(env))
+        src = mem.views[lp.memory]
+        words = mem.gather(src, rows, eff).reshape(total, -1)[:, 0].astype(np.int64)
+        lay = mem.kb.layouts[lp.layout]
+        for f, (hi, lo) in lay.bits.items():
+            cols[f"{lp.var}.{f}"] = (words >> lo) & ((1 << (hi - lo + 1)) - 1)
+        cols[lp.var] = rows
+    for name, view, e in eff.reads:
+        if view not in mem.views:
+            raise EffectError(f"{view!r} is no memory, tensor or view", eff.loc)
+        at = _column(vcompile(e)(cols), total, None)
+        got = mem.gather(mem.views[view], at, eff).reshape(total, -1)[:, 0].astype(np.int64)
+        cols[name] = got if total > 1 else int(got[0])
+    for name, e in eff.lets:
+        cols[name] = vcompile(e)(cols)
+    for a in eff.assigns:
+        _assign(mem, a, cols, total)
+    return total
+
+
+def _option(v: Any) -> int | str:
+    """An option's value at the nest's first point (a name stays a name: `fmt = "bf16"`)."""
+    return v if isinstance(v, str) else int(np.asarray(v).flat[0])
+
+
+def _column(x: Any, n: int, pick: np.ndarray | None) -> np.ndarray:
+    """x (a scalar or a column of the nest) at the picked points (None: all of them)."""
+    if type(x) is np.ndarray and x.shape == (n,) and x.dtype == np.int64:
+        return x if pick is None else x[pick]
+    if np.ndim(x) == 0:
+        return np.full(n if pick is None else len(pick), int(x), dtype=np.int64)
+    col = np.broadcast_to(np.asarray(x, dtype=np.int64), (n,))
+    return col if pick is None else col[pick]
+
+
+def _assign(mem: Memories, a: dm.Assign, cols: Mapping[str, Any], total: int) -> None:  # noqa: C901
+    if a.op not in OPS and a.op != "cast":
+        raise EffectError(f"unknown tensor operation {a.op!r} (known: {', '.join([*OPS, 'cast'])})", a.loc)
+    if a.target not in mem.views:
+        raise EffectError(f"{a.target!r} is no memory, tensor or view", a.loc)
+    pick: np.ndarray | None = None
+    if a.when is not None:
+        w = vcompile(a.when)(cols)
+        if np.ndim(w) == 0:
+            if not w:
+                return
+        else:
+            w = w if w.shape == (total,) else np.broadcast_to(w, (total,))
+            if not w.all():
+                pick = np.nonzero(w)[0]
+                if not len(pick):
+                    return
+    tv = mem.views[a.target]
+    tidx = _column(vcompile(a.index)(cols), total, pick)
+    refs = []
+    for x in a.args:
+        if x.kind == "ref":
+            if x.name not in mem.views:
+                raise EffectError(f"{x.name!r} is no memory, tensor or view", a.loc)
+            refs.append((mem.views[x.name], _column(vcompile(x.expr)(cols), total, pick)))
+    vals = [_column(vcompile(x.expr)(cols), total, pick) for x in a.args if x.kind == "val"]
+    opts: dict[str, Any] = {x.name: _option(vcompile(x.expr)(cols)) for x in a.args if x.kind == "opt"}
+    allowed = OPTIONS.get(a.op, ())
+    for k in opts:
+        if k not in allowed:
+            raise EffectError(
+                f"{a.op} takes no option {k!r}" + (f" (options: {', '.join(allowed)})" if allowed else ""), a.loc
+            )
+    if "fmt" in opts and opts["fmt"] not in nf.HOOKS:
+        raise EffectError(f"no number-format hook {opts['fmt']!r} (known: {', '.join(nf.HOOKS)})", a.loc)
+    order = [x.kind for x in a.args if x.kind != "opt"]
+    n = len(tidx)
+    n_el = tv.rows * tv.cols
+
+    def compute(rows: np.ndarray | None) -> np.ndarray:
+        """The values of the points `rows` (None: every point)."""
+        m = n if rows is None else len(rows)
+        ri = iter(refs)
+        vi = iter(vals)
+        args = []
+        for k in order:
+            if k == "ref":
+                v, idx = next(ri)
+                g = mem.gather(v, idx if rows is None else idx[rows], a)
+                args.append(g.astype(np.int64) if np.issubdtype(g.dtype, np.integer) else g.astype(np.float64))
+            else:
+                col = next(vi)
+                args.append((col if rows is None else col[rows])[:, None, None])
+        with np.errstate(all="ignore"):  # IEEE results (inf, NaN) are values here
+            out = _cast(args[0], tv.dtype, **opts) if a.op == "cast" else OPS[a.op](*args, **opts)
+        out = np.broadcast_to(np.asarray(out), (m, *np.shape(out)[1:]) if np.ndim(out) else (m, 1, 1))
+        if out[0].size != n_el:
+            out = np.broadcast_to(out.reshape(m, -1)[:, :1], (m, n_el)) if out[0].size == 1 else out
+            if out.reshape(m, -1).shape[1] != n_el:
+                raise EffectError(f"{a.op} yields {out[0].size} values per point; {a.target} holds {n_el}", a.loc)
+        return out.reshape(m, n_el)
+
+    same = [(v, idx) for v, idx in refs if v.memory == tv.memory]
+    if (
+        a.op == "mac"
+        and not tv.external
+        and np.issubdtype(tv.dtype, np.integer)
+        and refs
+        and refs[0][0] is tv
+        and np.array_equal(refs[0][1], tidx)
+        and len(same) == 1
+    ):
+        _accumulate(mem, a, tv, tidx, refs, compute)
+        return
+    if _partial_overlap(mem, tv, tidx) or any(_reads_written(mem, v, idx, tv, tidx) for v, idx in same):
+        for r in range(n):  # reads what other points write: one point at a time, in order
+            rows = np.array([r])
+            mem.scatter(tv, tidx[rows], compute(rows), a)
+        return
+    if n == 1 or bool((tidx[1:] > tidx[:-1]).all()):  # distinct targets: one round
+        mem.scatter(tv, tidx, compute(None), a)
+        return
+    occ = _occurrence(tidx)
+    for rnd in range(int(occ.max()) + 1):  # the rnd-th write of every target row at once
+        rows = np.nonzero(occ == rnd)[0]
+        mem.scatter(tv, tidx[rows], compute(rows), a)
+
+
+def _reads_written(mem: Memories, v: View, idx: np.ndarray, tv: View, tidx: np.ndarray) -> bool:
+    """Whether some point reads storage another point writes (same view: another index)."""
+    if v is tv or (v.rows, v.cols, v.dtype, v.stride) == (tv.rows, tv.cols, tv.dtype, tv.stride):
+        return not np.array_equal(idx, tidx) and bool(np.isin(idx, tidx).any())
+    (rs, rn), (ws, wn) = mem.span(v, idx), mem.span(tv, tidx)
+    order = np.argsort(ws, kind="stable")
+    w_lo = ws[order]
+    pos = np.searchsorted(w_lo, rs + rn, side="left")  # writes starting before each read ends
+    best_end = np.maximum.accumulate(w_lo + wn) if len(w_lo) else w_lo
+    hit = (pos > 0) & (best_end[np.maximum(pos - 1, 0)] > rs)
+    if not hit.any():
+        return False
+    # a point reading exactly the element it alone writes needs no ordering
+    return not (np.array_equal(rs, ws) and rn == wn and len(np.unique(tidx)) == len(tidx))
+
+
+def _partial_overlap(mem: Memories, tv: View, tidx: np.ndarray) -> bool:
+    """Whether two written elements share storage without being the same element (an
+    external view whose step is smaller than its element): rounds would reorder them."""
+    if not tv.external or tv.stride >= tv.elem_bytes or len(tidx) < 2:
+        return False
+    u = np.unique(tidx) * tv.stride
+    return bool(len(u) > 1 and np.diff(u).min() < tv.elem_bytes)
+
+
+def _occurrence(idx: np.ndarray) -> np.ndarray:
+    """For each position, how many earlier positions hold the same value."""
+    order = np.argsort(idx, kind="stable")
+    s = idx[order]
+    start = np.r_[0, np.nonzero(np.diff(s))[0] + 1]
+    run = np.repeat(start, np.diff(np.r_[start, len(s)]))
+    occ = np.empty_like(idx)
+    occ[order] = np.arange(len(s)) - run
+    return occ
+
+
+def _accumulate(
+    mem: Memories, a: dm.Assign, tv: View, tidx: np.ndarray, refs: list, compute: Callable[[np.ndarray], np.ndarray]
+) -> None:
+    """dst = mac(dst, x, y) at every point: the products summed per target row (np.add.at,
+    exact in int64), added once and narrowed — equal to applying them one by one, since
+    two's-complement wrap-around commutes with addition."""
+    n = len(tidx)
+    uniq, inv = np.unique(tidx, return_inverse=True)
+    cur = mem.gather(tv, uniq, a).astype(np.int64).reshape(len(uniq), -1)
+    store = mem.flat(tv)
+    saved = store[uniq].copy()
+    store[uniq] = 0  # compute() reads dst as 0: it then yields the products alone
+    try:
+        prods = compute(np.arange(n))
+    finally:
+        store[uniq] = saved
+    acc = np.zeros_like(cur)
+    np.add.at(acc, inv, prods.astype(np.int64))
+    mem.scatter(tv, uniq, (cur + acc).astype(np.int64), a)

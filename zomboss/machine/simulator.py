@@ -1,0 +1,339 @@
+"""A machine simulator generated from its ISA doc: the doc's rules, effects and timing.
+
+`GenericSim(kb).run(instrs, ...)` executes a program instruction by instruction:
+* the rules: `legality.Checker` (the same compiled rules the KB's ASP program holds) on
+  every executed instruction, refusing the program on the first violation (CHECKED and
+  VERIFIED modes);
+* the data: each instruction's `effect` clauses interpreted on NumPy arrays
+  (`zomboss.effects`, VERIFIED mode);
+* the time: `generic_timing.schedule` over the instructions' units, doc latencies and
+  dependency tokens (`pops`/`pushes`), always.
+
+A doc instruction declared `macro "end_of_stream"` is appended after the last instruction
+(it is not encoded; rules on it see the machine at the end of the stream, e.g. "the stream
+ends with FINISH", "every token pushed was popped").
+
+Registers: every `regfile` is a memory of `count` one-value rows that effects read and write
+(`gp[rd] = add(gp[rs1], imm) when rd != 0`); a register operand `x` has `x.val`, its content
+before the instruction (a float format's bit pattern, `width` bits), in every expression and
+rule. Register effects (all their targets and operands registers) run in every mode: they are
+control state that addresses and loop counts depend on.
+
+Counted hardware loops are built-in macros: `macro "loop_start"` opens a loop counted by the
+instruction's first register operand (whose value its effects set), the body starting at the
+next instruction; `macro "loop_end"` (after its effects ran) jumps back to the body of the
+innermost loop counted by its first register operand while that register is non-zero, else
+closes it; `macro "loop_break"` closes the innermost loop and zeroes its counter.
+
+Any other `macro "NAME"` is the escape hatch for instructions that expand into a stream
+(Gemmini's hardware loops): the target passes a hook factory per name (`macros`), one hook
+per run. After the instruction itself ran (checked, its effects and `sets` applied), the hook
+gets it with the machine's scalar state and returns the instructions it expands into, which
+run like any other (checked, applied, timed, counted against the budget).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from zomboss import expr as ex
+from zomboss.doc import model as dm
+from zomboss.errors import IllegalProgram, ZombossError
+from zomboss.knowledge import KB, Violation, scope_names
+from zomboss.legality import Checker
+from zomboss.machine import effects as fx
+from zomboss.machine.timing import Op, Schedule, schedule
+from zomboss.program import Instr
+from zomboss.util import MAX_INSTRUCTIONS, LimitError
+
+END_OF_STREAM = "end_of_stream"
+LOOP_START, LOOP_END, LOOP_BREAK = "loop_start", "loop_end", "loop_break"
+BUILTIN = frozenset({END_OF_STREAM, LOOP_START, LOOP_END, LOOP_BREAK})
+Fn = Any
+Hook = Callable[[Instr, Mapping[str, Any]], Iterable[Instr]]  # (instruction, state) -> expansion
+
+
+@dataclass
+class _Plan:
+    ins: dm.Instr
+    decoders: list[tuple[int, str, int, int]]
+    uses: list[tuple[str, Fn | None, str]]
+    lets: list[tuple[str, Fn]]
+    sets: list[tuple[str, Fn | None, str, Fn]]
+    latency: Fn | None
+    pops: list[tuple[str, Fn | None]]
+    pushes: list[tuple[str, Fn | None]]
+    memory: bool  # its effects touch an external memory (the breakdown's "memory" class)
+    regs: list[tuple[int, str, str]]  # (operand index, regfile, env name of its value)
+    reg_effects: list[dm.Effect]  # effects on registers alone: run in every mode
+    counter: int  # loop macros: the operand index of the counter register (-1: none)
+
+
+def _plans(kb: KB) -> dict[str, _Plan]:
+    views = fx.views(kb)
+    out = {}
+    for ins in kb.instrs.values():
+        names = scope_names(kb, ins) | set(kb.params)
+        for u in ins.uses:
+            names |= {f"{u.alias}.{f}" for f in kb.states[u.state][1]}
+
+        def comp(e: ex.Expr | None, names: set[str] = names) -> Fn | None:
+            if e is None:
+                return None
+            return ex.compile_python(e, lambda nm: nm in names, lambda nm: nm.lower() in kb.symbols)
+
+        dec = [
+            (i, f"{o.name}.{f}", lo, (1 << (hi - lo + 1)) - 1)
+            for i, o in enumerate(ins.operands)
+            if o.kind in kb.layouts
+            for f, (hi, lo) in kb.layouts[o.kind].bits.items()
+        ]
+        touched = {a.target for e in ins.effects for a in e.assigns} | {
+            x.name for e in ins.effects for a in e.assigns for x in a.args if x.kind == "ref"
+        }
+        memory = any(views[v].external for v in touched if v in views)
+        regs = [(i, o.kind, f"{o.name}.val") for i, o in enumerate(ins.operands) if o.kind in kb.regfiles]
+
+        def on_regs(e: dm.Effect) -> bool:
+            names = {a.target for a in e.assigns} | {x.name for a in e.assigns for x in a.args if x.kind == "ref"}
+            return all(n in kb.regfiles for n in names | {v for _, v, _ in e.reads}) and not any(
+                lp.count is None for lp in e.loops
+            )
+
+        out[ins.name] = _Plan(
+            ins,
+            dec,
+            [(u.state, comp(u.index), u.alias) for u in ins.uses],
+            [(n, comp(e)) for n, e in ins.lets],
+            [(s.state, comp(s.index), s.field, comp(s.value)) for s in ins.sets],
+            comp(ins.latency),
+            [(t.queue, comp(t.when)) for t in ins.pops],
+            [(t.queue, comp(t.when)) for t in ins.pushes],
+            memory,
+            regs,
+            [e for e in ins.effects if on_regs(e)],
+            regs[0][0] if regs and ins.macro in (LOOP_START, LOOP_END) else -1,
+        )
+    return out
+
+
+@dataclass
+class Run:
+    """What one simulation found: the schedule (cycles, breakdown), executed instructions,
+    effect points applied, and the memories (None unless functional)."""
+
+    schedule: Schedule
+    instructions: int
+    points: int
+    memories: fx.Memories | None
+    wall_s: float
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def cycles(self) -> int:
+        return self.schedule.cycles
+
+
+class GenericSim:
+    """The simulator of one KB (plans compiled once; `run` is reentrant)."""
+
+    def __init__(self, kb: KB, macros: Mapping[str, Callable[[], Hook]] | None = None) -> None:
+        self.kb = kb
+        self.plans = _plans(kb)
+        self.end = [n for n, i in kb.instrs.items() if i.macro == END_OF_STREAM]
+        self.views = fx.views(kb)
+        self.macros = dict(macros or {})
+        missing = {i.macro for i in kb.instrs.values() if i.macro and i.macro not in BUILTIN} - set(self.macros)
+        if missing:
+            raise ZombossError(f"{kb.target}: no Python hook for macro(s) {', '.join(sorted(missing))}")
+        for p in self.plans.values():
+            if p.ins.macro in (LOOP_START, LOOP_END) and p.counter < 0:
+                raise ZombossError(
+                    f"{p.ins.loc}: {p.ins.name} ({p.ins.macro}) needs a register operand to count the loop"
+                )
+
+    def stream(self, instrs: Iterable[Instr]) -> Iterator[Instr]:
+        """The executed stream: the program, then the end-of-stream marker(s) the doc declares."""
+        yield from instrs
+        for n in self.end:
+            yield Instr(n, ())
+
+    def trace(self, instrs: Iterable[Instr]) -> Iterator[tuple[Instr, Mapping[int, int]]]:
+        """What `kb check` checks (no registers: every operand is an immediate)."""
+        for i in self.stream(instrs):
+            yield i, {}
+
+    def run(
+        self,
+        instrs: Iterable[Instr],
+        memories: fx.Memories | None = None,
+        *,
+        check: bool = False,
+        max_instructions: int = MAX_INSTRUCTIONS,
+        timing: bool = True,
+    ) -> Run:
+        """Execute `instrs` (effects only with `memories`, rules only with `check`, the
+        schedule only with `timing`; without it the run's schedule is empty)."""
+        t0 = time.perf_counter()
+        kb = self.kb
+        checker = Checker(kb) if check else None
+        state: dict[str, Any] = {
+            n: ([dict(f) for _ in range(size)] if size is not None else dict(f)) for n, (size, f) in kb.states.items()
+        }
+        ops: list[Op] = []
+        counts: dict[str, int] = {}
+        points = 0
+        hooks = {name: make() for name, make in self.macros.items()}
+        regmem = memories if memories is not None else fx.Memories(kb, only=set(kb.regfiles))
+        program = list(self.stream(instrs))
+        loops: list[tuple[int, str, int]] = []  # open hardware loops: (body pc, regfile, register)
+        pending: list[Iterator[Instr]] = []  # macro expansions under way
+        pc, n = 0, -1
+        while pending or pc < len(program):
+            if pending:
+                got = next(pending[-1], None)
+                if got is None:
+                    pending.pop()
+                    continue
+                instr, at = got, -1
+            else:
+                instr, at = program[pc], pc
+                pc += 1
+            n += 1
+            if n >= max_instructions:
+                raise LimitError(f"the program executes more than {max_instructions:,} instructions")
+            plan = self.plans.get(instr.op)
+            ok = plan is not None and len(instr.args) == len(plan.ins.operands)
+            regvals = self._regvals(plan, instr, regmem) if ok else {}  # type: ignore[arg-type]
+            if checker is not None:
+                bad = checker.step(instr, regvals)
+                if bad:
+                    raise IllegalProgram(bad)
+            if not ok:
+                raise IllegalProgram(
+                    [
+                        Violation(
+                            "isa.arity",
+                            f"{instr.op}: unknown instruction or wrong operand count",
+                            "",
+                            n,
+                            instr.line,
+                            instr.op,
+                        )
+                    ]
+                )
+            assert plan is not None
+            env = self._env(plan, instr, state, regvals)
+            effects = plan.ins.effects if memories is not None else plan.reg_effects
+            for eff in effects:
+                try:
+                    points += fx.apply(regmem, eff, env)
+                except fx.EffectError as e:
+                    raise IllegalProgram(
+                        [Violation("effect.bounds", str(e), str(e.loc), n, instr.line, instr.op, e.values)]
+                    ) from None
+                except (ex.ExprError, ex.Undefined, ZeroDivisionError) as e:
+                    raise IllegalProgram(
+                        [
+                            Violation(
+                                "effect.eval",
+                                f"cannot apply the effect: {e}",
+                                str(eff.loc),
+                                n,
+                                instr.line,
+                                instr.op,
+                            )
+                        ]
+                    ) from None
+            if timing:
+                lat = int(plan.latency(env)) if plan.latency is not None else 1
+                pops = tuple(q for q, w in plan.pops if w is None or w(env))
+                pushes = tuple(q for q, w in plan.pushes if w is None or w(env))
+                ops.append(Op(plan.ins.unit, max(lat, 0), pops, pushes, plan.memory, instr.line))
+            counts[instr.op] = counts.get(instr.op, 0) + 1
+            for st, idx, fld, val in plan.sets:
+                rec = state[st][idx(env)] if idx is not None else state[st]
+                rec[fld] = val(env)
+            macro = plan.ins.macro
+            if macro in (LOOP_START, LOOP_END, LOOP_BREAK):
+                if at < 0:
+                    raise ZombossError(f"line {instr.line}: {instr.op} (a hardware loop) inside a macro's expansion")
+                jump = self._loop(macro, plan, instr, loops, at, regmem, n)
+                if jump is not None:
+                    pc = jump
+                continue
+            hook = hooks.get(macro)
+            if hook is not None:
+                if pending:
+                    raise ZombossError(f"line {instr.line}: {instr.op} is a macro inside a macro's expansion")
+                pending.append(iter(hook(instr, state)))
+        sched = schedule(kb, ops)
+        return Run(sched, n + 1, points, memories, time.perf_counter() - t0, counts)
+
+    @staticmethod
+    def _loop(
+        macro: str, plan: _Plan, instr: Instr, loops: list[tuple[int, str, int]], at: int, regs: fx.Memories, n: int
+    ) -> int | None:
+        """A built-in hardware-loop macro (after its effects ran): the next pc, or None."""
+        if macro == LOOP_START:
+            loops.append((at + 1, plan.ins.operands[plan.counter].kind, instr.args[plan.counter]))
+            return None
+        if macro == LOOP_BREAK:
+            if not loops:
+                raise IllegalProgram([Violation("loop.open", f"{instr.op}: no open loop", "", n, instr.line, instr.op)])
+            _, rf, r = loops.pop()
+            regs.arrays[rf][r] = 0
+            return None
+        rf, r = plan.ins.operands[plan.counter].kind, instr.args[plan.counter]
+        for k in range(len(loops) - 1, -1, -1):
+            if loops[k][1:] == (rf, r):
+                break
+        else:
+            raise IllegalProgram(
+                [Violation("loop.open", f"{instr.op}: no open loop is counted by {rf}{r}", "", n, instr.line, instr.op)]
+            )
+        if regs.arrays[rf][r, 0]:
+            return loops[k][0]
+        del loops[k]
+        return None
+
+    def _regvals(self, plan: _Plan, instr: Instr, regs: fx.Memories) -> dict[int, int]:
+        """The register operands' contents before the instruction (a float format's bit
+        pattern, as wide as the register file)."""
+        out = {}
+        for i, rf, _ in plan.regs:
+            a = instr.args[i]
+            arr = regs.arrays[rf]
+            if not 0 <= a < len(arr):
+                continue  # the range rule reports it
+            v = arr[a, 0]
+            if arr.dtype.kind == "f":
+                width = self.kb.regfiles[rf].width
+                out[i] = int(np.asarray(v, dtype=np.float32).view(np.uint32)) >> (32 - width)
+            else:
+                out[i] = int(v)
+        return out
+
+    def _env(self, plan: _Plan, instr: Instr, state: Mapping[str, Any], regvals: Mapping[int, int]) -> dict[str, Any]:
+        env: dict[str, Any] = dict(self.kb.params)
+        args = instr.args
+        for o, a in zip(plan.ins.operands, args, strict=True):
+            env[o.name] = a
+        for i, _, name in plan.regs:
+            if i in regvals:
+                env[name] = regvals[i]
+        for i, name, shift, mask in plan.decoders:
+            env[name] = (args[i] >> shift) & mask
+        env["op"] = instr.op.lower()
+        for st, idx, alias in plan.uses:
+            rec = state[st][idx(env)] if idx is not None else state[st]
+            for f, v in rec.items():
+                env[f"{alias}.{f}"] = v
+        for name, fn in plan.lets:
+            env[name] = fn(env)
+        return env

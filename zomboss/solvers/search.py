@@ -1,0 +1,378 @@
+"""`zomboss solve`: verified design-space search over the legal space the KB declares.
+
+1. Candidate-0 (the target's "library" reference mapping) is lowered, simulated with every
+   rule checked and verified against NumPy first, so a verified kernel always exists.
+2. clingo enumerates the skeletons, CP-SAT sizes each cost class under the doc's estimate
+   and proves its bound (`candidates.build_pool`).
+3. The guide proposes knob values; each proposal is checked by the KB (an illegal one is
+   recorded with its rule and doc line, never simulated or counted), skipped when the doc's
+   sound bound says it cannot beat the best kernel, and otherwise simulated timing-only,
+   within the budget, until the guide stops or `patience` simulations bring no gain.
+4. The winner is re-run functional + timing with the rule checker on two input seeds and
+   verified; only verified kernels are returned (else the next best, at worst Candidate-0).
+
+Every simulation is written to the results store as it completes; a rerun with the same
+arguments finds them there and repeats nothing (`fresh=True` starts over). The search talks
+only to `zomboss.target.Target` and `zomboss.mapping`: it knows no machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from zomboss.errors import ZombossError
+from zomboss.mapping import KnobMapping, MappingError, Space, space
+from zomboss.results import Store
+from zomboss.solvers.guides import Guide, Proposal, Rejection, SearchState, Simulated, make_guide
+from zomboss.solvers.space import Pool, build_pool
+from zomboss.target import Evaluation, Mode, Params, Target, config_key
+from zomboss.workload import Workload
+
+VERIFY_SEEDS = (0, 1)
+
+
+EXTRAPOLATION_TOLERANCE = 0.01  # timing-only (extrapolated) vs full simulation, tests/test_extrapolation.py
+
+
+@dataclass
+class SolveConfig:
+    guide: str = "cost"
+    budget: int = 32  # timing-only simulations of searched candidates
+    seed: int = 0
+    patience: int = 12  # stop after this many simulations without a gain of more than `min_gain`
+    min_gain: float = 0.001
+    batch: int = 4
+    k: int = 1  # sizings per cost class
+    # CP-SAT work for sizing the pool, in its deterministic seconds (machine-independent, so a
+    # rerun proposes the same candidates; ~8 wall seconds each on the 2-core reference machine,
+    # polish included), classes with the lowest screened estimate first
+    pool_seconds: float = 2.5
+    guide_options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SolveResult:
+    target: str
+    workload: str
+    verified: bool
+    cycles: int
+    default_cycles: int
+    mapping: KnobMapping
+    source: str  # "candidate-0" or where the winner came from
+    simulations: int
+    cached: int
+    rejected: list[Rejection]
+    pruned: int
+    bound_cycles: int
+    space_bound: int | None  # the doc's bound minimised over the whole legal space
+    skeletons: int
+    wall_s: float
+    breakdown_default: Mapping[str, int]
+    breakdown_best: Mapping[str, int]
+    guide: str
+    guide_note: str = ""
+    tokens: int | None = None
+    verification: list[dict[str, Any]] = field(default_factory=list)
+    history: list[dict[str, Any]] = field(default_factory=list)
+    optimum_cycles: int | None = None
+    llm: dict[str, Any] | None = None  # the LLM guide's usage: calls, prompt/completion/cached/reasoning tokens
+    legal_mappings: int | None = None  # exhaustive runs: every legal mapping of the declared space
+    complete: bool | None = None  # exhaustive runs: every legal mapping simulated or pruned
+    references: dict[str, int] = field(default_factory=dict)  # timing-only cycles of the other reference mappings run
+    duplicates: int = 0  # legal proposals that lowered to the program of one already simulated
+
+    @property
+    def speedup(self) -> float:
+        return self.default_cycles / self.cycles if self.cycles else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "target": self.target,
+            "workload": self.workload,
+            "verified": self.verified,
+            "cycles": self.cycles,
+            "default_cycles": self.default_cycles,
+            "speedup": round(self.speedup, 4),
+            "mapping": self.mapping.to_json(),
+            "candidate": self.source,
+            "is_default": self.source == "candidate-0",
+            "simulations": self.simulations,
+            "cached_simulations": self.cached,
+            "rejected": [
+                {"source": r.proposal.source, "values": dict(r.proposal.values), "violations": r.violations}
+                for r in self.rejected
+            ],
+            "pruned": self.pruned,
+            "wall_s": round(self.wall_s, 3),
+            "bound_cycles": self.bound_cycles,
+            "space_bound_cycles": self.space_bound,
+            "skeletons": self.skeletons,
+            "guide": self.guide,
+            "breakdown_default": dict(self.breakdown_default),
+            "breakdown": dict(self.breakdown_best),
+            "verification": self.verification,
+            "history": self.history,
+            "references": dict(self.references),
+            "duplicate_programs": self.duplicates,
+        }
+        if self.guide_note:
+            out["guide_note"] = self.guide_note
+        if self.tokens is not None:
+            out["tokens"] = self.tokens
+        if self.llm is not None:
+            out["llm"] = self.llm
+        if self.optimum_cycles is not None:
+            out["optimum_cycles"] = self.optimum_cycles
+        if self.legal_mappings is not None:
+            out["legal_mappings"] = self.legal_mappings
+            out["complete"] = self.complete
+        return out
+
+
+class Runner:
+    """Simulations of one instance through the results store (every one committed as it ends)."""
+
+    def __init__(self, t: Target, wl: Workload, params: Params, store: Store | None, guide: str) -> None:
+        self.t, self.wl, self.params, self.store, self.guide = t, wl, dict(params), store, guide
+        self.config = config_key(t.name, params)
+        self.cached = 0
+
+    def run(
+        self, m: KnobMapping, mode: Mode, seed: int = 0, source: str = ""
+    ) -> tuple[int, bool | None, dict[str, int], float, bool]:
+        """(cycles, verified, breakdown, wall_s, from_store)."""
+        if self.store is not None:
+            tr = self.store.trial(self.t.name, self.wl.id, self.config, m.key(), mode.value, seed)
+            if tr is not None and tr.cycles is not None:
+                self.cached += 1
+                return tr.cycles, tr.verified, dict(tr.payload.get("breakdown", {})), tr.wall_s or 0.0, True
+        t0 = time.perf_counter()
+        ev: Evaluation = self.t.evaluate(self.t.instance(self.wl, self.params, seed), m, mode)
+        wall = time.perf_counter() - t0
+        if self.store is not None:
+            self.store.put_trial(
+                self.t.name,
+                self.wl.id,
+                self.config,
+                m.key(),
+                mode.value,
+                seed,
+                cycles=ev.cycles,
+                verified=ev.verified,
+                guide=source or self.guide,
+                wall_s=wall,
+                tokens=None,
+                payload={"mapping": m.to_json(), "breakdown": dict(ev.breakdown), "report": dict(ev.report)},
+            )
+        return ev.cycles, ev.verified, dict(ev.breakdown), wall, False
+
+
+class Programs:
+    """The programs this search has simulated, by content hash. Two legal mappings may lower to
+    one program (a block loop order when every dimension has a single block, say): the second
+    is the same kernel, so it is neither simulated nor counted against the budget."""
+
+    def __init__(self, t: Target, wl: Workload, params: Params) -> None:
+        self.t, self.wl, self.params = t, wl, dict(params)
+        self.seen: set[int] = set()
+
+    def repeated(self, m: KnobMapping) -> bool:
+        """Whether `m`'s program was seen before (and remember it)."""
+        program = self.t.lower(self.t.instance(self.wl, self.params, 0), m)
+        h = hash(tuple(program.instrs))
+        if h in self.seen:
+            return True
+        self.seen.add(h)
+        return False
+
+
+def check_proposal(
+    kb: Any, sp: Space, shape: Mapping[str, int], state: SearchState, p: Proposal
+) -> KnobMapping | Rejection:
+    """A legal canonical mapping, or the rejection with every violated rule and its doc line."""
+    values = dict(p.values)
+    if p.base is not None:
+        base = next((s.mapping for s in [state.default, *state.simulated] if s.mapping.key() == p.base), None)
+        if base is None:
+            return Rejection(
+                p, [{"rule": "guide.base", "doc": "", "message": f"no simulated candidate {p.base!r}", "values": {}}]
+            )
+        values = {**base.as_dict(), **values}
+    try:
+        m = sp.mapping(values, shape, "proposal")
+    except MappingError as e:
+        return Rejection(p, [{"rule": "mapping.domain", "doc": str(sp.loc), "message": str(e), "values": {}}])
+    found = sp.violations(kb, m, shape)
+    if found:
+        return Rejection(
+            p, [{"rule": v.rule, "doc": v.doc_loc, "message": v.message, "values": dict(v.values)} for v in found]
+        )
+    return m
+
+
+def solve(
+    t: Target,
+    wl: Workload,
+    params: Params,
+    cfg: SolveConfig | None = None,
+    store: Store | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+    guide: Guide | None = None,
+) -> SolveResult:
+    cfg = cfg or SolveConfig()
+    t_start = time.perf_counter()
+    kb = t.kb(params)
+    sp = space(kb, wl.op)
+    guide = guide or make_guide(cfg.guide, cfg.seed, **cfg.guide_options)
+    runner = Runner(t, wl, params, store, guide.name)
+    refs = t.reference_mappings(wl, params)
+    c0 = refs["library"]
+    default = candidate_zero(runner, sp, c0)
+    pool: Pool = build_pool(kb, wl.op, wl.shape, k=cfg.k, near=c0, budget_s=cfg.pool_seconds)
+    others = {n: m for n, m in refs.items() if n != "library"}
+    state = SearchState(sp, dict(wl.shape), default, others, pool.candidates(), kb=kb, workload=wl.id)
+    programs = Programs(t, wl, params)
+    programs.repeated(c0)
+    sims = since_gain = 0
+    history: list[dict[str, Any]] = []
+    while sims < cfg.budget and since_gain < cfg.patience:
+        props = guide.propose(state, min(cfg.batch, cfg.budget - sims))
+        if not props:
+            break
+        for p in props:
+            if sims >= cfg.budget:
+                break
+            got = check_proposal(kb, sp, wl.shape, state, p)
+            if isinstance(got, Rejection):
+                state.rejected.append(got)
+                with contextlib.suppress(MappingError):  # an ill-formed proposal has no key to remember
+                    state.rejected_keys.add(sp.mapping(p.values, wl.shape).key())
+                continue
+            if got.key() in state.seen():
+                continue
+            bound = sp.cost("bound", got, wl.shape)
+            best = state.best()
+            if bound is not None and bound >= best.cycles:
+                state.pruned += 1
+                state.pruned_keys.add(got.key())
+                continue
+            if programs.repeated(got):
+                state.duplicate_keys.add(got.key())
+                continue
+            cycles, _, bd, wall, cached = runner.run(got, Mode.TIMING, 0, p.source or guide.name)
+            sims += 1
+            gain = cycles < best.cycles * (1 - cfg.min_gain)
+            since_gain = 0 if gain else since_gain + 1
+            state.simulated.append(
+                Simulated(
+                    got, cycles, bd, p.source or guide.name, sp.cost("estimate", got, wl.shape), bound, wall, cached
+                )
+            )
+            history.append({"n": sims, "source": p.source or guide.name, "cycles": cycles, "best": state.best().cycles})
+            if progress is not None:
+                progress(f"{t.name}:{wl.id}", sims, cfg.budget)
+    winner, verification = verify_winner(runner, state)
+    tokens = getattr(guide, "tokens", None)
+    if store is not None and hasattr(guide, "store_calls"):
+        guide.store_calls(store, t.name, wl.id, runner.config)  # one row per LLM call, with its usage
+    usage = guide.usage() if hasattr(guide, "usage") else None
+    return result_of(
+        runner,
+        state,
+        pool,
+        winner,
+        verification,
+        simulations=sims,
+        wall_s=time.perf_counter() - t_start,
+        guide=guide.name,
+        guide_note=str(getattr(guide, "note", "") or ""),
+        tokens=tokens if isinstance(tokens, int) else None,
+        history=history,
+        llm=usage if isinstance(usage, dict) else None,
+    )
+
+
+def candidate_zero(runner: Runner, sp: Space, c0: KnobMapping) -> Simulated:
+    """Candidate-0, simulated functional+timing and verified first, so that every search has a
+    verified kernel to return; a Candidate-0 that does not verify stops the search."""
+    wl = runner.wl
+    cycles, ok, bd, wall, _ = runner.run(c0, Mode.VERIFIED, 0, "candidate-0")
+    if not ok:
+        raise ZombossError(f"{runner.t.name}:{wl.id}: Candidate-0 does not verify; refusing to search")
+    return Simulated(
+        c0, cycles, bd, "candidate-0", sp.cost("estimate", c0, wl.shape), sp.cost("bound", c0, wl.shape), wall
+    )
+
+
+def result_of(
+    runner: Runner,
+    state: SearchState,
+    pool: Pool,
+    winner: Simulated,
+    verification: list[dict[str, Any]],
+    *,
+    simulations: int,
+    wall_s: float,
+    guide: str,
+    **extra: Any,
+) -> SolveResult:
+    """The SolveResult of a finished search (guided or exhaustive)."""
+    return SolveResult(
+        target=runner.t.name,
+        workload=runner.wl.id,
+        verified=True,
+        cycles=winner.cycles,
+        default_cycles=state.default.cycles,
+        mapping=winner.mapping,
+        source=winner.source,
+        simulations=simulations,
+        cached=runner.cached,
+        rejected=state.rejected,
+        pruned=state.pruned,
+        bound_cycles=runner.t.bound(runner.wl, runner.params),
+        space_bound=pool.lowest_bound(),
+        skeletons=pool.skeleton_count,
+        wall_s=wall_s,
+        breakdown_default=state.default.breakdown,
+        breakdown_best=winner.breakdown,
+        guide=guide,
+        verification=verification,
+        references=simulated_references(state),
+        duplicates=len(state.duplicate_keys),
+        **extra,
+    )
+
+
+def simulated_references(state: SearchState) -> dict[str, int]:
+    """Cycles of the target's other reference mappings (Gemmini's Exo-style schedule) that the run
+    simulated, so a report can say whether the winner is at least as fast as each of them."""
+    cycles = {s.mapping.key(): s.cycles for s in state.simulated}
+    return {n: cycles[m.key()] for n, m in state.references.items() if m.key() in cycles}
+
+
+def verify_winner(runner: Runner, state: SearchState) -> tuple[Simulated, list[dict[str, Any]]]:
+    """The fastest candidate that verifies on every seed (Candidate-0 when none beats it)."""
+    log: list[dict[str, Any]] = []
+    ranked = sorted(state.simulated, key=lambda s: (s.cycles, s.mapping.key()))
+    for cand in ranked:
+        if cand.cycles >= state.default.cycles:
+            break
+        results = []
+        bd: Mapping[str, int] = {}
+        for seed in VERIFY_SEEDS:
+            cycles, ok, bd, _, _ = runner.run(cand.mapping, Mode.VERIFIED, seed, "verify")
+            results.append({"seed": seed, "verified": bool(ok), "cycles": cycles})
+        log.append({"mapping": cand.mapping.key(), "seeds": results})
+        full = {r["cycles"] for r in results}
+        # the timing-only ranking may have extrapolated steady loops (within EXTRAPOLATION_TOLERANCE
+        # of full simulation); the result carries the verified run's full-simulation cycles
+        if not all(r["verified"] for r in results) or len(full) != 1:
+            continue
+        cycles = full.pop()
+        if abs(cycles - cand.cycles) <= EXTRAPOLATION_TOLERANCE * cycles and cycles < state.default.cycles:
+            return replace(cand, cycles=cycles, breakdown=dict(bd)), log
+    return state.default, log

@@ -1,0 +1,26 @@
+"""The mapping space as the solvers see it: clingo's skeletons (`enumerate`), the CP-SAT
+translation of doc expressions (`cpsat`), integer sizing per skeleton (`sizing`), the
+candidate pool of cost classes (`pool`) and the `zomboss space` summary (`summary`).
+"""
+
+from __future__ import annotations
+
+from zomboss.solvers.space.cpsat import Translator
+from zomboss.solvers.space.enumerate import Skeleton, skeletons
+from zomboss.solvers.space.pool import Candidate, Pool, build_pool, cost_relevant, distance
+from zomboss.solvers.space.sizing import SizingModel, group_skeletons
+from zomboss.solvers.space.summary import describe_space
+
+__all__ = [
+    "Candidate",
+    "Pool",
+    "SizingModel",
+    "Skeleton",
+    "Translator",
+    "build_pool",
+    "cost_relevant",
+    "describe_space",
+    "distance",
+    "group_skeletons",
+    "skeletons",
+]

@@ -1,0 +1,278 @@
+"""The candidate pool of a workload: clingo's skeletons, sized by CP-SAT under the doc's cost.
+
+Skeletons that agree on every symbolic knob the integer problem, the cost estimate and the
+cost bound read form one *cost class*: CP-SAT sees them as the same problem, so it is solved
+once per class. Each class yields its best K sizings by the estimate and its bound (the
+minimum of the doc's `cost bound` over every legal sizing of the class, proven by CP-SAT),
+and the pool offers the class's representative skeleton — the one closest to Candidate-0 —
+with those sizings. The other members stay reachable by knob edits (guides refine by them).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from zomboss import expr as ex
+from zomboss.knowledge import KB
+from zomboss.mapping import KnobMapping, Space, iter_knob_edits, space
+from zomboss.solvers.space.enumerate import skeletons
+from zomboss.solvers.space.sizing import Sizing, SizingModel, relevant_symbolic
+from zomboss.util import Lru
+
+
+@dataclass(frozen=True)
+class Candidate:
+    mapping: KnobMapping
+    estimate: int | None  # the doc's cost estimate (None: the doc has none)
+    bound: int | None  # the doc's cost bound of this mapping
+    source: str  # "library", "exo", "cpsat", "refine", a guide's name, ...
+
+
+@dataclass
+class CostClass:
+    key: tuple[tuple[str, str], ...]
+    members: list[dict[str, str]]  # skeletons, representative first
+    sizings: list[dict[str, int]] = field(default_factory=list)  # best K by the estimate
+    bound: int | None = None  # lower bound of the doc's cost bound over the class (None: unknown)
+    feasible: bool = True
+
+
+@dataclass
+class Pool:
+    space: Space
+    shape: dict[str, int]
+    classes: list[CostClass]
+    skeleton_count: int
+    seconds: dict[str, float]
+    near: KnobMapping | None = None
+
+    def candidates(self) -> list[Candidate]:
+        """Every class's best sizings on its representative, best estimate first."""
+        out = []
+        for c in self.classes:
+            if not c.feasible:
+                continue
+            for s in c.sizings:
+                m = self.space.from_skeleton(c.members[0], s, self.shape)
+                out.append(
+                    Candidate(
+                        m,
+                        self.space.cost("estimate", m, self.shape),
+                        self.space.cost("bound", m, self.shape),
+                        "cpsat",
+                    )
+                )
+        ref = self.near.as_dict() if self.near is not None else None
+        # equal estimates: the candidate closest to Candidate-0 first (the estimate cannot tell them apart)
+        out.sort(
+            key=lambda c: (
+                c.estimate if c.estimate is not None else 0,
+                distance(c.mapping.as_dict(), ref),
+                c.mapping.key(),
+            )
+        )
+        return out
+
+    def lowest_bound(self) -> int | None:
+        """The tightest sound bound over the whole legal space (None if some class has none)."""
+        bounds = [c.bound for c in self.classes if c.feasible]
+        if not bounds or any(b is None for b in bounds):
+            return None
+        return min(b for b in bounds if b is not None)
+
+
+def cost_relevant(sp: Space) -> tuple[str, ...]:
+    """Symbolic knobs that change the integer problem, the estimate or the bound."""
+    names = set(relevant_symbolic(sp))
+    symbolic = {k.name for k in sp.symbolic}
+    for c in sp.costs.values():
+        names |= {r.name for r in ex.refs(c.expr)} & symbolic
+    return tuple(k.name for k in sp.symbolic if k.name in names)
+
+
+def distance(s: Mapping[str, object], ref: Mapping[str, object] | None) -> int:
+    """Knobs on which two mappings differ (0 without a reference)."""
+    if ref is None:
+        return 0
+    return sum(1 for k, v in s.items() if ref.get(k) != v)
+
+
+def build_pool(
+    kb: KB,
+    op: str,
+    shape: Mapping[str, int],
+    *,
+    k: int = 2,
+    near: KnobMapping | None = None,
+    time_limit: float = 0.3,
+    budget_s: float = 60.0,
+    screen_limit: float = 0.002,
+) -> Pool:
+    """Enumerate, class, screen and size. `near` (Candidate-0) picks each class's
+    representative and breaks ties; every class is screened (one sizing in `screen_limit`);
+    `budget_s` caps the CP-SAT work of the full sizings, in its deterministic time (classes it
+    does not reach keep their screened sizing and a bound of None): the pool does not depend on
+    the machine's load."""
+    sp = space(kb, op)
+    t0 = time.perf_counter()
+    sks = [s.as_dict() for s in skeletons(kb, op, shape)]
+    t1 = time.perf_counter()
+    rel = cost_relevant(sp)
+    classes: dict[tuple[tuple[str, str], ...], CostClass] = {}
+    for s in sks:
+        key = tuple((n, s[n]) for n in rel)
+        classes.setdefault(key, CostClass(key, [])).members.append(s)
+    ref = near.as_dict() if near is not None else None
+    for c in classes.values():
+        c.members.sort(key=lambda s: distance(s, ref))
+    est, bnd = sp.costs.get("estimate"), sp.costs.get("bound")
+    # screen: one quick sizing of every class, so that the sizing budget goes to the classes
+    # with the lowest estimate first (then the nearest Candidate-0), and a class the budget
+    # does not reach still offers its screened sizing
+    screened = _screen(sp, shape, classes.values(), est.expr if est else None, screen_limit)
+    spent = 0.0
+
+    def by_estimate(c: CostClass) -> tuple[float, int, tuple[tuple[str, str], ...]]:
+        s = screened[c.key]
+        obj = float("inf") if s is None else float(s.objective or 0)
+        return (obj, distance(c.members[0], ref), c.key)
+
+    def by_distance(c: CostClass) -> tuple[int, float, tuple[tuple[str, str], ...]]:
+        obj, dist, key = by_estimate(c)
+        return (dist, obj, key)
+
+    # alternately the lowest screened estimate and the nearest Candidate-0: the estimate ranks
+    # within a family of kernels better than across families (hardware loops against unrolled
+    # streams), so the budget is shared between the two
+    order = interleave(sorted(classes.values(), key=by_estimate), sorted(classes.values(), key=by_distance))
+    for c in order:
+        if spent > budget_s:
+            quick = screened[c.key]
+            c.sizings = [] if quick is None else [dict(quick.values)]
+            c.bound = None
+            continue
+        model = SizingModel(sp, shape, c.members[0])
+        first = model.solve(est.expr if est else None, time_limit)
+        if first is None:
+            c.feasible = False
+            spent += model.work
+            continue
+        c.sizings = [first.values]
+        c.sizings += _more(model, est.expr if est else None, first.values, k - 1, time_limit)
+        if est is not None and not first.optimal:
+            c.sizings = _dedup([polish(kb, sp, shape, c.members[0], v) for v in c.sizings])
+        if bnd is not None:
+            low = model.solve(bnd.expr, time_limit)
+            c.bound = None if low is None else low.bound
+        spent += model.work
+    t2 = time.perf_counter()
+    return Pool(sp, dict(shape), list(classes.values()), len(sks), {"enumerate": t1 - t0, "size": t2 - t1}, near)
+
+
+_Screen = dict[tuple[tuple[str, str], ...], Sizing | None]
+_SCREENS = Lru(4)  # (space id, shape, limit) -> (space, screen): a process sizes a workload's pool again
+# (a rerun, a test, the exhaustive search after the guided one) without screening it again
+
+
+def _screen(
+    sp: Space, shape: Mapping[str, int], classes: Iterable[CostClass], objective: ex.Expr | None, limit: float
+) -> _Screen:
+    """One sizing of each class in `limit` deterministic seconds (None: none found)."""
+
+    def screen() -> tuple[Space, _Screen]:
+        return sp, {c.key: SizingModel(sp, shape, c.members[0]).solve(objective, limit) for c in classes}
+
+    key = (id(sp), tuple(sorted(shape.items())), limit)
+    entry = _SCREENS.get_or(key, screen)  # (get_or keeps the cache at its size)
+    if entry[0] is not sp:  # the id of a space since freed
+        entry = _SCREENS[key] = screen()
+    return entry[1]
+
+
+def interleave(*orders: list[CostClass]) -> list[CostClass]:
+    """The classes of several orders taken in turn, each once."""
+    out: list[CostClass] = []
+    seen: set[tuple[tuple[str, str], ...]] = set()
+    for group in zip(*orders, strict=True):
+        for c in group:
+            if c.key not in seen:
+                seen.add(c.key)
+                out.append(c)
+    return out
+
+
+def polish(
+    kb: KB, sp: Space, shape: Mapping[str, int], skeleton: Mapping[str, str], sizes: Mapping[str, int], steps: int = 40
+) -> dict[str, int]:
+    """Greedy descent of the doc's estimate over legal single-knob edits of the integer knobs.
+
+    CP-SAT stops at its time limit on the nonlinear estimates (bank conflicts, tile loads) often
+    far from the optimum of a class; these edits (the ones the guides refine by) are evaluated in
+    Python in microseconds, so a sizing CP-SAT left short is finished here."""
+    integer = {k.name for k in sp.integer}
+    cur = sp.from_skeleton(skeleton, sizes, shape)
+    best = sp.cost("estimate", cur, shape)
+    assert best is not None
+    for _ in range(steps):
+        step: tuple[int, KnobMapping] | None = None
+        for name, value in iter_knob_edits(sp, cur, shape):
+            if name not in integer:
+                continue
+            m = sp.mapping({**cur.as_dict(), name: value}, shape)
+            e = sp.cost("estimate", m, shape)
+            if e is not None and e < (step[0] if step else best) and not sp.violations(kb, m, shape):
+                step = (e, m)
+        if step is None:
+            break
+        best, cur = step
+    vals = cur.as_dict()
+    return {k.name: int(vals[k.name]) for k in sp.integer}
+
+
+def _dedup(sizings: list[dict[str, int]]) -> list[dict[str, int]]:
+    out: list[dict[str, int]] = []
+    for s in sizings:
+        if s not in out:
+            out.append(s)
+    return out
+
+
+def _more(
+    model: SizingModel, objective: ex.Expr | None, first: dict[str, int], n: int, time_limit: float
+) -> list[dict[str, int]]:
+    """The next `n` best sizings: re-solve, each time excluding the sizings found so far."""
+    out: list[dict[str, int]] = []
+    seen = [first]
+    for _ in range(n):
+        for s in seen[len(out) :]:
+            _exclude(model, s)
+        sol = model.solve(objective, time_limit)
+        if sol is None:
+            break
+        out.append(sol.values)
+        seen.append(sol.values)
+    return out
+
+
+def _exclude(model: SizingModel, values: Mapping[str, int]) -> None:
+    """Forbid one assignment of the sized (active) integer knobs."""
+    lits = []
+    for name, var in model.vars.items():
+        b = model.model.new_bool_var(f"ne_{name}")
+        model.model.add(var != values[name]).only_enforce_if(b)
+        model.model.add(var == values[name]).only_enforce_if(b.negated())
+        lits.append(b)
+    if lits:
+        model.model.add_bool_or(lits)
+
+
+def candidates_of(pool: Pool, extra: Iterable[Candidate] = ()) -> list[Candidate]:
+    seen: set[str] = set()
+    out = []
+    for c in [*extra, *pool.candidates()]:
+        if c.mapping.key() not in seen:
+            seen.add(c.mapping.key())
+            out.append(c)
+    return out

@@ -1,0 +1,29 @@
+"""The target interface the CLI and the search talk to (`protocol`), the registry of installed
+targets and the one resolver of a target-or-doc name (`registry`), and the base of a target
+simulated from its doc (`doc_target`). Imports `machine`, `legality` and the layers below.
+"""
+
+from __future__ import annotations
+
+from zomboss.target.doc_target import DocInstance, DocTarget
+from zomboss.target.protocol import BREAKDOWN_KEYS, Evaluation, Instance, Mode, Params, SampledVerifier, Target
+from zomboss.target.registry import config_key, doc_for, doc_path, get_target, resolve_kb, target_names, target_package
+
+__all__ = [
+    "BREAKDOWN_KEYS",
+    "DocInstance",
+    "DocTarget",
+    "Evaluation",
+    "Instance",
+    "Mode",
+    "Params",
+    "SampledVerifier",
+    "Target",
+    "config_key",
+    "doc_for",
+    "doc_path",
+    "get_target",
+    "resolve_kb",
+    "target_names",
+    "target_package",
+]

@@ -1,0 +1,267 @@
+"""A target whose simulator is generated from its ISA doc (`zomboss.generic_sim`).
+
+`DocTarget` implements the whole `zomboss.target.Target` protocol — KB, instances, the three
+evaluation modes, bounds, program files, `simulate_file` with an export sidecar — so that a
+machine described by its doc needs only: its suite and workload schemas, its inputs and NumPy
+reference (`make_instance`), a lowering template (`lower_mapping`), Candidate-0
+(`library_mapping`) and, for `export`, its native encoding (`write_native`).
+
+The machine's data lives in one external memory (the doc's `external` memory, byte
+addressed); an instance is that memory's initial image plus where the output lands, and a
+lowering may add bytes to it (e.g. micro-op kernels) through `Program.meta["dram"]`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from zomboss.errors import WorkloadError, ZombossError
+from zomboss.knowledge import KB, load_kb
+from zomboss.legality import parse_program
+from zomboss.machine import GenericSim, Memories, Run
+from zomboss.mapping import KnobMapping, space
+from zomboss.program import Instr, Program
+from zomboss.results import KernelResult
+from zomboss.target.protocol import Evaluation, Mode
+from zomboss.util import MAX_INSTRUCTIONS, Lru, check_budget, load_json, read_text
+from zomboss.workload import OpSchema, Workload, parse_spec
+
+Params = Mapping[str, int]
+
+
+@dataclass(frozen=True, eq=False)
+class DocInstance:
+    """A workload's inputs for one seed: the external memory's image, where the output lies
+    and what it must hold (the NumPy reference, as bytes)."""
+
+    workload: Workload
+    params: Params
+    seed: int
+    image: np.ndarray  # uint8, the external memory before the run
+    out_offset: int
+    reference: np.ndarray  # uint8, the bytes expected at out_offset
+    layout: Mapping[str, int] = field(default_factory=dict)  # region -> byte offset (lowering and sidecar)
+
+
+def _key(params: Params | None) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted((k.lower(), int(v)) for k, v in (params or {}).items()))
+
+
+class DocTarget:
+    """The protocol implemented once for doc-driven machines (subclasses add the hooks)."""
+
+    name = ""
+    doc = Path()
+    schemas: Mapping[str, OpSchema] = {}
+    external = "dram"
+
+    def __init__(self) -> None:
+        self._kbs: dict[Any, KB] = {}
+        self._sims: dict[str, GenericSim] = {}
+        self._instances = Lru(8)
+        self._programs = Lru(16)
+
+    # ---- hooks ------------------------------------------------------------------------------
+    def suite(self) -> Sequence[Workload]:
+        raise NotImplementedError
+
+    def make_instance(self, kb: KB, wl: Workload, params: Params, seed: int) -> DocInstance:
+        raise NotImplementedError
+
+    def lower_mapping(self, kb: KB, inst: DocInstance, m: KnobMapping) -> Program:
+        raise NotImplementedError
+
+    def library_mapping(self, kb: KB, wl: Workload) -> KnobMapping:
+        raise NotImplementedError
+
+    def min_cycles(self, kb: KB, wl: Workload) -> int:
+        return 1
+
+    def write_native(self, kb: KB, program: Program, out: Path) -> list[Path]:
+        return []
+
+    # ---- machine and suite --------------------------------------------------------------------
+    def kb(self, params: Params) -> KB:
+        key = _key(params)
+        if key not in self._kbs:
+            self._kbs[key] = load_kb(self.doc, dict(key))
+        return self._kbs[key]
+
+    def sim(self, kb: KB) -> GenericSim:
+        if kb.digest not in self._sims:
+            self._sims[kb.digest] = GenericSim(kb)
+        return self._sims[kb.digest]
+
+    def workload(self, spec: str) -> Workload:
+        for w in self.suite():
+            if w.id == spec:
+                return w
+        if ":" not in spec:
+            raise WorkloadError(
+                f"{spec!r}: not a {self.name} suite id (see `zomboss workloads {self.name}`) nor OP:KEY=VALUE,..."
+            )
+        return parse_spec(spec, self.schemas)
+
+    # ---- the search-facing protocol ------------------------------------------------------------
+    def instance(self, wl: Workload, params: Params, seed: int = 0) -> DocInstance:
+        key = (wl.id, wl.op, tuple(sorted(wl.shape.items())), _key(params), seed)
+        return self._instances.get_or(key, lambda: self.make_instance(self.kb(params), wl, params, seed))
+
+    def reference_mappings(self, wl: Workload, params: Params) -> dict[str, KnobMapping]:
+        return {"library": self.library_mapping(self.kb(params), wl)}
+
+    def lower(self, inst: DocInstance, mapping: KnobMapping) -> Program:
+        kb = self.kb(inst.params)
+        space(kb, inst.workload.op).check(kb, mapping, inst.workload.shape)  # IllegalMapping names the constraint
+        key = (id(inst), mapping)
+        return self._programs.get_or(key, lambda: self.lower_mapping(kb, inst, mapping))
+
+    def _memories(self, kb: KB, inst: DocInstance, program: Program) -> Memories:
+        mem = Memories(kb, {self.external: len(inst.image)})
+        img = mem.arrays[self.external]
+        img[:] = inst.image
+        for off, data in program.meta.get("dram", ()):  # type: ignore[attr-defined]
+            img[off : off + len(data)] = np.frombuffer(bytes(data), dtype=np.uint8)
+        return mem
+
+    def _run(
+        self, inst: DocInstance, program: Program, mode: Mode, budget: int = MAX_INSTRUCTIONS
+    ) -> tuple[Run, bool | None]:
+        kb = self.kb(inst.params)
+        if mode is Mode.VERIFIED:
+            mem = self._memories(kb, inst, program)
+            run = self.sim(kb).run(program.instrs, mem, check=True, max_instructions=budget)
+            got = mem.arrays[self.external][inst.out_offset : inst.out_offset + len(inst.reference)]
+            return run, bool(np.array_equal(got, inst.reference))
+        return self.sim(kb).run(program.instrs, check=mode is Mode.CHECKED, max_instructions=budget), None
+
+    def evaluate(self, inst: DocInstance, mapping: KnobMapping, mode: Mode, *, extrapolate: bool = True) -> Evaluation:
+        t0 = time.perf_counter()
+        program = self.lower(inst, mapping)
+        run, verified = self._run(inst, program, mode)
+        return Evaluation(
+            target=self.name,
+            workload=inst.workload.id,
+            mapping=mapping,
+            mode=mode,
+            cycles=run.cycles,
+            verified=verified,
+            breakdown=dict(run.schedule.breakdown),
+            instructions=run.instructions,
+            wall_s=time.perf_counter() - t0,
+            seed=inst.seed,
+            report=self._report(run, program),
+        )
+
+    @staticmethod
+    def _report(run: Run, program: Program) -> dict[str, Any]:
+        return {
+            "static_instructions": len(program),
+            "counts": dict(run.counts),
+            "unit_busy": dict(run.schedule.busy),
+            "effect_points": run.points,
+            "sim_wall_s": round(run.wall_s, 3),
+            "simulator": "zomboss.generic_sim (from the doc's effects, rules and latencies)",
+        }
+
+    def bound(self, wl: Workload, params: Params, mapping: KnobMapping | None = None) -> int:
+        """The workload's own bound; for a mapping, also its busiest unit (units run in order)."""
+        b = self.min_cycles(self.kb(params), wl)
+        if mapping is None:
+            return b
+        run = self.sim(self.kb(params)).run(self.lower(self.instance(wl, params), mapping).instrs)
+        return max(b, max(run.schedule.busy.values(), default=0))
+
+    # ---- programs and files ---------------------------------------------------------------------
+    def read_program(self, path: Path, params: Params) -> Program:
+        path = Path(path)
+        return parse_program(self.kb(params), read_text(path), str(path))
+
+    def trace(self, program: Program, params: Params) -> Iterator[tuple[Instr, Mapping[int, int]]]:
+        return self.sim(self.kb(params)).trace(program.instrs)
+
+    def min_instructions(self, program: Program, params: Params) -> int:
+        return len(program.instrs) + len(self.sim(self.kb(params)).end)
+
+    @staticmethod
+    def sidecar_path(path: Path) -> Path:
+        return Path(str(path) + ".json")
+
+    def simulate_file(self, path: Path, params: Params, max_instructions: int = MAX_INSTRUCTIONS) -> KernelResult:
+        """Check and time a program file; verify it when its sidecar (`<file>.json`, written
+        by `export`) names the workload, the seed and the bytes the lowering added."""
+        path = Path(path)
+        budget = check_budget(max_instructions)
+        program = self.read_program(path, params)
+        side = self.sidecar_path(path)
+        t0 = time.perf_counter()
+        if not side.exists():
+            run = self.sim(self.kb(params)).run(program.instrs, check=True, max_instructions=budget)
+            return KernelResult(
+                self.name, path.name, None, run.cycles, {}, wall_s=time.perf_counter() - t0,
+                extra={"verify_reason": f"no sidecar {side.name}: inputs and output unknown, checked and timed only",
+                       "breakdown": dict(run.schedule.breakdown), **self._report(run, program)},
+            )  # fmt: skip
+        meta = load_json(read_text(side, "a sidecar"), str(side))
+        if not isinstance(meta, dict) or not isinstance(meta.get("workload"), str):
+            raise ZombossError(f"{side}: a sidecar is a JSON object with 'workload', 'seed' and 'dram'")
+        try:
+            wl = self.workload(meta["workload"])
+            dram = [(int(o), bytes.fromhex(str(h))) for o, h in meta.get("dram", [])]
+        except (ValueError, TypeError) as e:
+            raise ZombossError(f"{side}: {e}") from None
+        inst = self.instance(wl, params, int(meta.get("seed", 0)))
+        program = Program(program.target, program.instrs, {"dram": dram})
+        run, verified = self._run(inst, program, Mode.VERIFIED, budget)
+        return KernelResult(
+            self.name, wl.id, verified, run.cycles, meta.get("mapping") or {}, wall_s=time.perf_counter() - t0,
+            bound_cycles=self.min_cycles(self.kb(params), wl),
+            extra={"breakdown": dict(run.schedule.breakdown), **self._report(run, program)},
+        )  # fmt: skip
+
+    def export(self, wl: Workload, out: Path, params: Params, mapping: KnobMapping | None = None) -> Path:
+        """The program text at `out`, the lowering's bytes and the workload in `<out>.json`,
+        and the machine's native encoding next to it (`write_native`)."""
+        kb = self.kb(params)
+        m = mapping if mapping is not None else self.library_mapping(kb, wl)
+        program = self.lower(self.instance(wl, params), m)
+        out = Path(out)
+        out.write_text("".join(i.text() + "\n" for i in program.instrs))
+        files = [p.name for p in self.write_native(kb, program, out)]
+        side = {
+            "target": self.name,
+            "workload": wl.id,
+            "seed": 0,
+            "params": dict(_key(params)),
+            "mapping": m.to_json(),
+            "dram": [[o, bytes(d).hex()] for o, d in program.meta.get("dram", ())],  # type: ignore[attr-defined]
+            "layout": dict(self.instance(wl, params).layout),
+            "native": files,
+        }
+        self.sidecar_path(out).write_text(json.dumps(side, indent=1))
+        return out
+
+    def describe(self) -> Mapping[str, Any]:
+        return {
+            "ops": {
+                op: list(s.required) + [f"{k}={v}" for k, v in s.optional.items()] for op, s in self.schemas.items()
+            },
+            "simulator": "generic: the doc's effects (functional), rules (checked) and units/latencies/tokens (timing)",
+            "evaluation_modes": {
+                "timing": "schedule only",
+                "checked": "schedule + rules",
+                "verified": "+ effects, bit-exact",
+            },
+            "breakdown": {
+                "compute": "compute-class instructions running",
+                "memory": "only DMA running",
+                "stall": "idle/waiting",
+            },
+        }

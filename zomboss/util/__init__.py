@@ -1,0 +1,41 @@
+"""Plumbing every stage shares and no stage owns: where files go and how they are written
+atomically (`files`), reading what users hand in within documented limits (`inputs`), and a
+small LRU cache (`lru`). Imports nothing of Zomboss but `zomboss.errors`.
+"""
+
+from __future__ import annotations
+
+from zomboss.util.files import RecordCodec, RecordError, atomic_write, cache_root, results_dir, warn_once
+from zomboss.util.inputs import (
+    MAX_INSTRUCTIONS,
+    LimitError,
+    TooLargeToVerify,
+    check_budget,
+    check_workload_bytes,
+    load_json,
+    output_file,
+    over_budget,
+    read_json,
+    read_text,
+)
+from zomboss.util.lru import Lru
+
+__all__ = [
+    "LimitError",
+    "Lru",
+    "MAX_INSTRUCTIONS",
+    "RecordCodec",
+    "RecordError",
+    "TooLargeToVerify",
+    "atomic_write",
+    "cache_root",
+    "check_budget",
+    "check_workload_bytes",
+    "load_json",
+    "output_file",
+    "over_budget",
+    "read_json",
+    "read_text",
+    "results_dir",
+    "warn_once",
+]
