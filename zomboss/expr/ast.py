@@ -294,7 +294,8 @@ def typecheck(e: Expr, is_symbol: Callable[[Ref], bool]) -> str:
 # ---------------------------------------------------------------------------------------
 
 
-def _cdiv(a: int, b: int) -> int:
+def cdiv(a: int, b: int) -> int:
+    """Ceiling division of integers (the docs' `cdiv`): exact, for any signs."""
     return -(-a // b)
 
 
@@ -354,7 +355,7 @@ def _w_mod(a: int, b: int) -> int:
 
 
 def _w_cdiv(a: int, b: int) -> int:
-    c = _cdiv(a, b)
+    c = cdiv(a, b)
     s = _w(b - _crem(a, b))
     _w(a + _crem(s, b))  # type: ignore[arg-type]
     return c
@@ -374,7 +375,7 @@ def _w_shr(a: int, b: int) -> int:
 _PY_FUNCS: dict[str, Callable[..., object]] = {
     "min": min,
     "max": max,
-    "cdiv": _cdiv,
+    "cdiv": cdiv,
     "log2": _log2,
     "abs": abs,
     "is_pow2": _is_pow2,
@@ -671,7 +672,8 @@ def _pairs(ctx: AspContext, e: Expr, a: list[Alt], b: list[Alt]) -> list[tuple[s
 
 
 _ASP_BIN = {"+": "+", "-": "-", "*": "*", "&": "&", "|": "?"}
-_NEG_CMP = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+# The comparison that holds exactly when `a OP b` does not (every translation negates with it).
+NEGATED_CMP = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 
 
 def _asp_int(v: int) -> str:
@@ -779,7 +781,7 @@ def _terms(e: Expr, ctx: AspContext) -> list[Alt]:
         return out
     if isinstance(e, Call) and e.fn in ("min", "max"):
         pick = "<=" if e.fn == "min" else ">="
-        other = _NEG_CMP[pick]
+        other = NEGATED_CMP[pick]
         out = []
         for a, b, lits in _pairs(ctx, e, asp_terms(e.args[0], ctx), asp_terms(e.args[1], ctx)):
             out += [(t, c) for t, op in ((a, pick), (b, other)) if (c := _with(lits, a, op, b)) is not None]
@@ -875,7 +877,7 @@ def _truth(e: Expr, ctx: AspContext, want: bool) -> list[Conj]:
             return _or(ctx, e, decided, r)
         return _or(ctx, e, decided, _and(ctx, e, passes, r))
     if isinstance(e, Bin) and e.op in CMP_OPS:
-        op = e.op if want else _NEG_CMP[e.op]
+        op = e.op if want else NEGATED_CMP[e.op]
         for side, other, flip in ((e.right, e.left, False), (e.left, e.right, True)):
             if isinstance(side, Int) and not ASP_MIN <= side.value <= ASP_MAX:
                 # against a constant beyond 32 bits the answer is known for every 32-bit value

@@ -205,7 +205,7 @@ class Translator:
         if isinstance(e, ex.Bin) and e.op in ex.CMP_OPS:
             lhs, rhs = self.term(e.left).expr, self.term(e.right).expr
             pos = _compare(lhs, e.op, rhs)
-            neg = _compare(lhs, _NEGATED[e.op], rhs)
+            neg = _compare(lhs, ex.NEGATED_CMP[e.op], rhs)
             self.m.add(pos).only_enforce_if(b)
             self.m.add(neg).only_enforce_if(b.negated())
             return b
@@ -238,9 +238,6 @@ class Translator:
             self.require(e.right)
             return
         self.m.add_bool_and([self.boolean(e)])
-
-
-_NEGATED = {"==": "!=", "!=": "==", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
 
 
 def _compare(lhs: Any, op: str, rhs: Any) -> Any:
