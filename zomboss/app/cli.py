@@ -435,6 +435,30 @@ def build_parser() -> argparse.ArgumentParser:
         "--param", action="append", default=[], metavar="NAME=VALUE", help="override a doc parameter (repeatable)"
     )
     common.add_argument("--json", action="store_true", help="print JSON")
+    store = argparse.ArgumentParser(add_help=False)
+    store.add_argument(
+        "--db", default=None, metavar="FILE", help="results store (default: $ZOMBOSS_RESULTS or results/)"
+    )
+    budget = argparse.ArgumentParser(add_help=False)
+    budget.add_argument(
+        "--max-instructions",
+        type=int,
+        default=MAX_INSTRUCTIONS,
+        metavar="N",
+        help=f"stop after N executed instructions (default {MAX_INSTRUCTIONS:,}; hardware loops count every iteration)",
+    )
+    llm = argparse.ArgumentParser(add_help=False)  # the LLM guide's and the direct baseline's endpoint
+    llm.add_argument("--llm-base-url", default=None, help="OpenAI-compatible endpoint (or $OPENAI_BASE_URL)")
+    llm.add_argument("--llm-model", default=None, help="model name (or $ZOMBOSS_LLM_MODEL)")
+    llm.add_argument("--llm-timeout", type=float, default=None, metavar="S", help="seconds per request")
+    llm.add_argument("--llm-max-rounds", type=int, default=None, metavar="N", help="guide rounds per search")
+    llm.add_argument(
+        "--llm-record",
+        default=None,
+        metavar="FILE.jsonl",
+        help="record every call (bench: one FILE.<target>.<workload>.<run>.jsonl per instance)",
+    )
+    llm.add_argument("--llm-replay", default=None, metavar="FILE.jsonl", help="replay the calls --llm-record wrote")
 
     p = argparse.ArgumentParser(
         prog="zomboss", description="Verified kernels for new accelerators from literate ISA docs."
@@ -452,7 +476,9 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("target", metavar="TARGET|DOC.md")
     q.add_argument("atom", metavar="ATOM", help="e.g. 'param(dim,V)', 'capacity(M,R)', 'rule(Id)'")
     q.set_defaults(fn=cmd_kb_query)
-    c = kbs.add_parser("check", parents=[common], help="check a mapping (.json) or a program; exit 1 if illegal")
+    c = kbs.add_parser(
+        "check", parents=[common, budget], help="check a mapping (.json) or a program; exit 1 if illegal"
+    )
     c.add_argument("target")
     c.add_argument("file")
     c.add_argument(
@@ -461,13 +487,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=20_000,
         metavar="N",
         help="clingo cross-checks the first N executed instructions (0: all)",
-    )
-    c.add_argument(
-        "--max-instructions",
-        type=int,
-        default=MAX_INSTRUCTIONS,
-        metavar="N",
-        help="stop after N executed instructions (default 20,000,000; hardware loops count every iteration)",
     )
     c.set_defaults(fn=cmd_kb_check)
 
@@ -500,7 +519,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sp.set_defaults(fn=cmd_space)
 
-    so = sub.add_parser("solve", parents=[common], help="guided search for a faster verified kernel")
+    so = sub.add_parser("solve", parents=[common, store, llm], help="guided search for a faster verified kernel")
     so.add_argument("target")
     so.add_argument("workload", help="suite id or OP:KEY=VALUE,...")
     so.add_argument("--guide", default="cost", choices=["cost", "surrogate", "llm"])
@@ -512,38 +531,21 @@ def build_parser() -> argparse.ArgumentParser:
     so.add_argument(
         "--time-limit", type=float, default=None, metavar="S", help="stop an exhaustive run after S seconds"
     )
-    so.add_argument("--db", default=None, metavar="FILE", help="results store (default: $ZOMBOSS_RESULTS or results/)")
     so.add_argument("--fresh", action="store_true", help="forget this instance's stored simulations first")
-    so.add_argument("--llm-base-url", default=None, help="OpenAI-compatible endpoint (or $OPENAI_BASE_URL)")
-    so.add_argument("--llm-model", default=None, help="model name (or $ZOMBOSS_LLM_MODEL)")
-    so.add_argument("--llm-timeout", type=float, default=None, metavar="S")
-    so.add_argument("--llm-max-rounds", type=int, default=None, metavar="N")
-    so.add_argument("--llm-record", default=None, metavar="FILE.jsonl")
-    so.add_argument("--llm-replay", default=None, metavar="FILE.jsonl")
     so.set_defaults(fn=cmd_solve)
 
-    dr = sub.add_parser("direct", parents=[common], help="direct-generation baseline: an LLM writes the program")
+    dr = sub.add_parser(
+        "direct", parents=[common, store, llm], help="direct-generation baseline: an LLM writes the program"
+    )
     dr.add_argument("target")
     dr.add_argument("workload", help="suite id or OP:KEY=VALUE,...")
     dr.add_argument("--iterations", type=int, default=None, metavar="N", help="model turns (default 15/20/25 by level)")
     dr.add_argument("--seed", type=int, default=0)
-    dr.add_argument("--db", default=None, metavar="FILE", help="results store (default: $ZOMBOSS_RESULTS or results/)")
-    for flag in ("--llm-base-url", "--llm-model", "--llm-record", "--llm-replay"):
-        dr.add_argument(flag, default=None)
-    dr.add_argument("--llm-timeout", type=float, default=None, metavar="S")
-    dr.add_argument("--llm-max-rounds", type=int, default=None, help=argparse.SUPPRESS)
     dr.set_defaults(fn=cmd_direct)
 
-    s = sub.add_parser("simulate", parents=[common], help="run a program file on the simulator and verify it")
+    s = sub.add_parser("simulate", parents=[common, budget], help="run a program file on the simulator and verify it")
     s.add_argument("target")
     s.add_argument("program")
-    s.add_argument(
-        "--max-instructions",
-        type=int,
-        default=MAX_INSTRUCTIONS,
-        metavar="N",
-        help="stop after N executed instructions (default 20,000,000; hardware loops count every iteration)",
-    )
     s.set_defaults(fn=cmd_simulate)
 
     e = sub.add_parser("export", parents=[common], help="write the kernel in the target's native form")
@@ -552,7 +554,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("-o", "--output", required=True, metavar="FILE")
     e.add_argument("--mapping", metavar="FILE.json", help="export this mapping's kernel instead of Candidate-0")
     e.set_defaults(fn=cmd_export)
-    bn = sub.add_parser("bench", parents=[common], help="search every suite instance: results DB + report")
+    bn = sub.add_parser("bench", parents=[common, store, llm], help="search every suite instance: results DB + report")
     bn.add_argument("--suite", default="all", help="a target name, or all")
     bn.add_argument("--guide", default="cost", choices=["cost", "surrogate", "llm"])
     bn.add_argument("--budget", type=int, default=32, metavar="N")
@@ -567,22 +569,10 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ADDRESS",
         help="fan out over a Ray cluster at ADDRESS, or 'local' to start one for this run (zomboss[ray])",
     )
-    bn.add_argument("--db", default=None, metavar="FILE", help="results store (default: $ZOMBOSS_RESULTS or results/)")
     bn.add_argument("--report", default=None, metavar="DIR", help="where report.md and the plots go")
     bn.add_argument("--fresh", action="store_true", help="forget stored results of these instances first")
     bn.add_argument("--only", action="append", metavar="WORKLOAD", help="restrict to these suite ids (repeatable)")
     bn.add_argument("--subset", action="store_true", help="one representative (smallest) instance per op family")
-    bn.add_argument("--llm-base-url", default=None)
-    bn.add_argument("--llm-model", default=None)
-    bn.add_argument("--llm-timeout", type=float, default=None)
-    bn.add_argument("--llm-max-rounds", type=int, default=None)
-    bn.add_argument(
-        "--llm-record",
-        default=None,
-        metavar="FILE.jsonl",
-        help="record every call, one FILE.<target>.<workload>.<run>.jsonl per instance",
-    )
-    bn.add_argument("--llm-replay", default=None, metavar="FILE.jsonl", help="replay the recordings --llm-record wrote")
     bn.add_argument(
         "--compare-direct",
         action="store_true",
