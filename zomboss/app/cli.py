@@ -7,16 +7,55 @@ traceback (set ZOMBOSS_DEBUG=1 to see one for internal errors).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zomboss.errors import ZombossError
 from zomboss.util import MAX_INSTRUCTIONS
+
+if TYPE_CHECKING:  # the solvers load lazily, for the CLI's start-up time
+    from zomboss.solvers.exhaustive import ExhaustiveProgress
+
+
+def _fraction(text: str) -> float:
+    """An argparse type: a number in [0, 1] (a relative gap)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.02, got {text!r}") from None
+    if not 0.0 <= v <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a fraction between 0 and 1, got {text}")
+    return v
+
+
+@contextlib.contextmanager
+def exhaustive_display(enabled: bool) -> Iterator[Callable[[ExhaustiveProgress], None] | None]:
+    """A rich status line on stderr for an exhaustive run (phase, classes, simulations,
+    incumbent, bound, gap, elapsed); nothing under --json or when stderr is not a terminal."""
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+
+    from zomboss.solvers.exhaustive import relative_gap
+
+    console = Console(stderr=True)
+    with console.status("exhaustive: starting") as status:
+
+        def show(p: ExhaustiveProgress) -> None:
+            status.update(
+                f"exhaustive: {p.phase}, classes {p.classes_done}/{p.classes}, {p.simulations} simulations, "
+                f"incumbent {p.incumbent:,}, bound {p.lower_bound:,}, gap "
+                f"{relative_gap(p.incumbent, p.lower_bound):.2%}, {p.elapsed_s:.0f} s"
+            )
+
+        yield show
 
 
 def _param_overrides(items: Sequence[str]) -> dict[str, int]:
@@ -204,7 +243,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if args.exhaustive:
         from zomboss.solvers.exhaustive import exhaustive
 
-        res = exhaustive(t, wl, params, store=store, time_limit=args.time_limit)
+        with exhaustive_display(enabled=not args.json) as show:
+            res = exhaustive(t, wl, params, store=store, time_limit=args.time_limit, gap=args.gap, progress=show)
         kind = "exhaustive"
     else:
         cfg = SolveConfig(guide=args.guide, budget=args.budget, seed=args.seed, guide_options=_llm_options(args))
@@ -230,6 +270,9 @@ def cmd_solve(args: argparse.Namespace) -> int:
             "bound_cycles",
             "space_bound_cycles",
             "optimum_cycles",
+            "lower_bound_cycles",
+            "gap",
+            "complete",
             "legal_mappings",
             "wall_s",
             "db",
@@ -530,6 +573,13 @@ def build_parser() -> argparse.ArgumentParser:
     so.add_argument("--exhaustive", action="store_true", help="simulate or prune (sound bound) every legal mapping")
     so.add_argument(
         "--time-limit", type=float, default=None, metavar="S", help="stop an exhaustive run after S seconds"
+    )
+    so.add_argument(
+        "--gap",
+        type=_fraction,
+        default=None,
+        metavar="G",
+        help="stop an exhaustive run once the incumbent is proven within G (a fraction, 0.02 = 2%%) of the optimum",
     )
     so.add_argument("--fresh", action="store_true", help="forget this instance's stored simulations first")
     so.set_defaults(fn=cmd_solve)

@@ -80,8 +80,15 @@ class SolveResult:
     history: list[dict[str, Any]] = field(default_factory=list)
     optimum_cycles: int | None = None
     llm: dict[str, Any] | None = None  # the LLM guide's usage: calls, prompt/completion/cached/reasoning tokens
-    legal_mappings: int | None = None  # exhaustive runs: every legal mapping of the declared space
-    complete: bool | None = None  # exhaustive runs: every legal mapping simulated or pruned
+    # exhaustive runs: the legal mappings CP-SAT enumerated (those a class bound or the in-model
+    # bound cut are proven unable to win and not counted), whether the whole space was simulated
+    # or proven unable to win, the lowest bound of what was left unexplored and the incumbent's
+    # relative gap over it (0 when complete), and the skeletons cut wholesale by their class bound
+    legal_mappings: int | None = None
+    complete: bool | None = None
+    lower_bound_cycles: int | None = None
+    gap: float | None = None
+    pruned_skeletons: int | None = None
     references: dict[str, int] = field(default_factory=dict)  # timing-only cycles of the other reference mappings run
     duplicates: int = 0  # legal proposals that lowered to the program of one already simulated
 
@@ -130,6 +137,9 @@ class SolveResult:
         if self.legal_mappings is not None:
             out["legal_mappings"] = self.legal_mappings
             out["complete"] = self.complete
+        for name in ("lower_bound_cycles", "gap", "pruned_skeletons"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
         return out
 
 

@@ -109,12 +109,15 @@ def build_pool(
     time_limit: float = 0.3,
     budget_s: float = 60.0,
     screen_limit: float = 0.002,
+    deadline: float | None = None,
 ) -> Pool:
     """Enumerate, class, screen and size. `near` (Candidate-0) picks each class's
     representative and breaks ties; every class is screened (one sizing in `screen_limit`);
     `budget_s` caps the CP-SAT work of the full sizings, in its deterministic time (classes it
     does not reach keep their screened sizing and a bound of None): the pool does not depend on
-    the machine's load."""
+    the machine's load. `deadline` (a `time.perf_counter()` instant; the exhaustive search's
+    time limit) ends screening and sizing early, in wall time: classes not screened by then
+    offer no sizing, classes not sized keep a bound of None."""
     sp = space(kb, op)
     t0 = time.perf_counter()
     sks = [s.as_dict() for s in skeletons(kb, op, shape)]
@@ -131,7 +134,7 @@ def build_pool(
     # screen: one quick sizing of every class, so that the sizing budget goes to the classes
     # with the lowest estimate first (then the nearest Candidate-0), and a class the budget
     # does not reach still offers its screened sizing
-    screened = _screen(sp, shape, classes.values(), est.expr if est else None, screen_limit)
+    screened = _screen(sp, shape, classes.values(), est.expr if est else None, screen_limit, deadline)
     spent = 0.0
 
     def by_estimate(c: CostClass) -> tuple[float, int, tuple[tuple[str, str], ...]]:
@@ -148,7 +151,7 @@ def build_pool(
     # streams), so the budget is shared between the two
     order = interleave(sorted(classes.values(), key=by_estimate), sorted(classes.values(), key=by_distance))
     for c in order:
-        if spent > budget_s:
+        if spent > budget_s or _past(deadline):
             quick = screened[c.key]
             c.sizings = [] if quick is None else [dict(quick.values)]
             c.bound = None
@@ -176,13 +179,29 @@ _SCREENS = Lru(4)  # (space id, shape, limit) -> (space, screen): a process size
 # (a rerun, a test, the exhaustive search after the guided one) without screening it again
 
 
+def _past(deadline: float | None) -> bool:
+    return deadline is not None and time.perf_counter() > deadline
+
+
 def _screen(
-    sp: Space, shape: Mapping[str, int], classes: Iterable[CostClass], objective: ex.Expr | None, limit: float
+    sp: Space,
+    shape: Mapping[str, int],
+    classes: Iterable[CostClass],
+    objective: ex.Expr | None,
+    limit: float,
+    deadline: float | None = None,
 ) -> _Screen:
-    """One sizing of each class in `limit` deterministic seconds (None: none found)."""
+    """One sizing of each class in `limit` deterministic seconds (None: none found, or not
+    screened before `deadline`; a screen cut short by its deadline is not cached)."""
 
     def screen() -> tuple[Space, _Screen]:
-        return sp, {c.key: SizingModel(sp, shape, c.members[0]).solve(objective, limit) for c in classes}
+        return sp, {
+            c.key: None if _past(deadline) else SizingModel(sp, shape, c.members[0]).solve(objective, limit)
+            for c in classes
+        }
+
+    if deadline is not None:
+        return screen()[1]
 
     key = (id(sp), tuple(sorted(shape.items())), limit)
     entry = _SCREENS.get_or(key, screen)  # (get_or keeps the cache at its size)
