@@ -138,3 +138,32 @@ def test_status_line_only_on_a_terminal_and_not_under_json(monkeypatch):
     with exhaustive_display(enabled=True) as show:
         assert show is not None
         show(ExhaustiveProgress("classes", 3, 10, 7, 1020, 1000, 1.5))
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_promptly_with_exit_130(tmp_path):
+    import signal
+
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "zomboss.app.cli",
+            "solve",
+            "gemmini",
+            "mm512",
+            "--exhaustive",
+            "--db",
+            str(tmp_path / "z.sqlite"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(20)  # inside the pool's CP-SAT phase
+    t0 = time.perf_counter()
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert time.perf_counter() - t0 < 15.0
+    assert "Traceback" not in err

@@ -56,9 +56,9 @@ class ExhaustiveProgress:
 
 def _sizings(model: SizingModel, time_limit: float) -> tuple[list[dict[str, int]], bool]:
     """Every legal sizing of a skeleton model (and whether CP-SAT finished enumerating)."""
-    solver = cp_model.CpSolver()
+    solver = model.solver(max(0.01, time_limit))  # one worker; Ctrl-C left to the command
+    solver.parameters.max_deterministic_time = float("inf")
     solver.parameters.enumerate_all_solutions = True
-    solver.parameters.num_workers = 1
     solver.parameters.max_time_in_seconds = max(0.01, time_limit)
     out: list[dict[str, int]] = []
 

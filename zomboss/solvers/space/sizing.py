@@ -75,7 +75,7 @@ class SizingModel:
     def term(self, e: ex.Expr) -> Any:
         return self.tr.term(e).expr
 
-    def _solver(self, time_limit: float) -> cp_model.CpSolver:
+    def solver(self, time_limit: float) -> cp_model.CpSolver:
         """One worker and a deterministic-time limit, so a sizing (and the pool built from it)
         is the same on a loaded machine as on an idle one: a rerun or a resumed bench proposes
         exactly the candidates the first run did. The wall-clock limit is only a safety net."""
@@ -83,6 +83,9 @@ class SizingModel:
         s.parameters.max_deterministic_time = time_limit
         s.parameters.max_time_in_seconds = 20 * time_limit + 1.0
         s.parameters.num_workers = 1
+        # Ctrl-C is the user's, not CP-SAT's: left to CP-SAT it only ends the current solve
+        # (one of thousands in a pool), so the command would never stop
+        s.parameters.catch_sigint_signal = False
         return s
 
     def _values(self, solver: cp_model.CpSolver) -> dict[str, int]:
@@ -94,7 +97,7 @@ class SizingModel:
         """A feasible sizing (None if none), minimising `objective` when given."""
         if objective is not None:
             self.model.minimize(self.term(objective))
-        solver = self._solver(time_limit)
+        solver = self.solver(time_limit)
         status = solver.solve(self.model)
         self.work += solver.deterministic_time
         if objective is not None:
@@ -114,7 +117,7 @@ class SizingModel:
         out = []
         for sign in (1, -1):
             self.model.minimize(sign * self.vars[knob])
-            solver = self._solver(time_limit)
+            solver = self.solver(time_limit)
             status = solver.solve(self.model)
             self.model.clear_objective()
             if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -124,7 +127,7 @@ class SizingModel:
 
     def count(self, limit: int = 100_000, time_limit: float = 5.0) -> tuple[int, bool]:
         """Legal sizings, counted up to `limit` (and the time limit); (count, complete)."""
-        solver = self._solver(time_limit)
+        solver = self.solver(time_limit)
         solver.parameters.enumerate_all_solutions = True
 
         class _Counter(cp_model.CpSolverSolutionCallback):
