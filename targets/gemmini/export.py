@@ -575,9 +575,3 @@ def program_text(program: Program, title: str = "") -> str:
     lines = [f"# {title}"] if title else []
     lines += [ins.text() for ins in program.instrs]
     return "\n".join(lines) + "\n"
-
-
-def sidecar_path(program_path: Path) -> Path:
-    """Where a program file's sidecar lives: `<file>.json` (workload, seed, buffers, mapping)."""
-    p = Path(program_path)
-    return p.with_name(p.name + ".json")

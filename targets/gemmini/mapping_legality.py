@@ -8,10 +8,6 @@ quantities the lowering computes the same way the constraints do.
 from __future__ import annotations
 
 
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def live_acc_tiles(
     order: str, sub_i: int, sub_j: int, block_i: int, block_j: int, all_i: int, all_j: int, k_blocks: int
 ) -> int:
