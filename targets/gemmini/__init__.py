@@ -16,10 +16,11 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from zomboss.targets.gemmini.asm import parse_program
+from zomboss.targets.gemmini.bounds import bound_cycles
 from zomboss.targets.gemmini.config import DOC, GemminiConfig, machine_kb
 from zomboss.targets.gemmini.export import export_c, program_text
 from zomboss.targets.gemmini.instance import GemminiInstance, build_instance
-from zomboss.targets.gemmini.kernels import bound_cycles, run
 from zomboss.targets.gemmini.lowering import lower
 from zomboss.targets.gemmini.mapping import exo_style, library_default
 from zomboss.targets.gemmini.platform import check_mapping
@@ -28,11 +29,12 @@ from zomboss.targets.gemmini.sampled import verify_sampled
 from zomboss.targets.gemmini.simulator import SimResult, dynamic_stream, simulate
 from zomboss.targets.gemmini.suite import SCHEMAS, SUITE, workload
 from zomboss.targets.gemmini.timing import BREAKDOWN
+from zomboss.targets.gemmini.verify import run
 
 from zomboss.errors import WorkloadError, ZombossError
 from zomboss.knowledge import KB
 from zomboss.mapping import KnobMapping
-from zomboss.program import Instr, Program, ProgramSyntaxError, parse_lines
+from zomboss.program import Instr, Program
 from zomboss.results import KernelResult
 from zomboss.target import (
     Evaluation,
@@ -132,19 +134,7 @@ class GemminiTarget(TargetBase[GemminiConfig, GemminiInstance, Program]):
 
     # ---- programs and files
     def parse_program(self, kb: KB, text: str, path: str) -> Program:
-        signatures = {name: tuple(op.name for op in ins.operands) for name, ins in kb.instrs.items()}
-        instrs: list[Instr] = []
-        for ins, _ in parse_lines(text, path, ()):
-            names = signatures.get(ins.op)
-            if names is None:
-                raise ProgramSyntaxError(f"{path}:{ins.line}: unknown Gemmini instruction {ins.op!r}")
-            if len(ins.args) != len(names):
-                raise ProgramSyntaxError(
-                    f"{path}:{ins.line}: {ins.op} takes {len(names)} operand(s) ({', '.join(names)}), "
-                    f"got {len(ins.args)}"
-                )
-            instrs.append(ins)
-        return Program("gemmini", tuple(instrs), {"path": path})
+        return parse_program(kb, text, path)
 
     def trace(self, program: Program, params: Params) -> Iterator[tuple[Instr, Mapping[int, int]]]:
         """Gemmini has no registers; the stream is the program with its hardware loops expanded

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from zomboss.targets.gemmini.isa import LOOP_CONV_CONFIGS, LOOP_WS_CONFIGS, operands
+from zomboss.targets.gemmini.asm import LOOP_CONV_CONFIGS, LOOP_WS_CONFIGS, operands
 from zomboss.targets.gemmini.suite import conv_out_dims
 
 from zomboss.errors import ZombossError

@@ -27,8 +27,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
+from zomboss.targets.gemmini.asm import GARBAGE, IS_ACC, acc_addr, operands
 from zomboss.targets.gemmini.config import GemminiConfig
-from zomboss.targets.gemmini.isa import GARBAGE, IS_ACC, acc_addr, operands
 from zomboss.targets.gemmini.numerics import ONE_F32_BITS
 
 from zomboss.errors import ZombossError

@@ -46,8 +46,8 @@ from functools import lru_cache
 from heapq import heappop, heappush
 
 import numpy as np
+from zomboss.targets.gemmini.asm import EX, GARBAGE, IS_ACC, LD, READ_FULL, ST, queues
 from zomboss.targets.gemmini.config import GemminiConfig
-from zomboss.targets.gemmini.isa import EX, GARBAGE, IS_ACC, LD, READ_FULL, ST, queues
 from zomboss.targets.gemmini.llc import Llc
 from zomboss.targets.gemmini.loops import CPU, EXECUTES, GEN_EX, GEN_LD, GEN_ST, Entry
 from zomboss.targets.gemmini.presets import Preset

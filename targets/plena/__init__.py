@@ -55,15 +55,17 @@ from zomboss.workload import Workload
 from . import export as X
 from .asm import parse_program
 from .bounds import Bound, lower_bound, program_bound
+from .config import DOC, PlenaConfig
+from .instance import PlenaInstance
 from .layout import Geometry, Kernel
 from .lowering import lower
 from .mapping import library_default
 from .sampled import verify_sampled
-from .simulator import DOC, PlenaConfig, PlenaRun, min_executed, simulate
+from .simulator import PlenaRun, min_executed, simulate
 from .simulator import trace as sim_trace
 from .suite import SCHEMAS, SUITE, check_shape, data_bytes, workload
 from .timing import DEFAULT_MODES
-from .verify import PLENA_ATOL, PLENA_MIN_RATE, STRICT_STD, PlenaInstance, Verification, output_diff, verify
+from .verify import PLENA_ATOL, PLENA_MIN_RATE, STRICT_STD, Verification, output_diff, verify
 
 
 class PlenaTarget(TargetBase[PlenaConfig, PlenaInstance, Kernel]):

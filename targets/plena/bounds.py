@@ -23,9 +23,10 @@ from zomboss.program import Program
 from zomboss.workload import Workload
 
 from . import hbm as H
+from .config import PlenaConfig
 from .counts import executions
 from .layout import MX_BLOCK
-from .simulator import PlenaConfig, cost_table
+from .simulator import cost_table
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,8 @@ from zomboss.targets.plena import hbm as H
 from zomboss.targets.plena import sem_control, sem_dma, sem_matrix, sem_scalar, sem_vector
 from zomboss.targets.plena import timing as T
 from zomboss.targets.plena.builder import nest_ops, structure
-from zomboss.targets.plena.machine import DOC as DOC  # re-exported: the simulator's doc and machine
-from zomboss.targets.plena.machine import MASK32, Fault, Machine, PlenaConfig, Runner, Semantics
+from zomboss.targets.plena.config import PlenaConfig
+from zomboss.targets.plena.machine import MASK32, Fault, Machine, Runner, Semantics
 from zomboss.targets.plena.numerics import bf16_bits_scalar, bf16_round, fp16_then_bf16
 
 from zomboss import expr as ex

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from zomboss.targets.gemmini.isa import acc_addr
+from zomboss.targets.gemmini.asm import acc_addr
 from zomboss.targets.gemmini.presets import DEFAULT_PRESET, PRESETS, UnknownPreset, get_preset
 from zomboss.targets.gemmini.simulator import simulate
 from zomboss.targets.gemmini.timing import split_packets

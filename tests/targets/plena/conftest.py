@@ -6,7 +6,8 @@ from collections.abc import Callable, Mapping
 
 import pytest
 from zomboss.targets.plena.asm import parse_program
-from zomboss.targets.plena.simulator import PlenaConfig, PlenaRun, simulate
+from zomboss.targets.plena.config import PlenaConfig
+from zomboss.targets.plena.simulator import PlenaRun, simulate
 
 
 @pytest.fixture(scope="session")
