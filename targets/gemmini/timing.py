@@ -59,25 +59,6 @@ BREAKDOWN = ("compute", "memory", "stall", "overhead")
 
 
 @lru_cache(maxsize=4096)
-def split_packets(offset: int, nbytes: int, max_packet: int) -> tuple[tuple[int, int], ...]:
-    """(offset, size) of the aligned power-of-two pieces exactly covering [offset, offset+nbytes).
-
-    The largest aligned piece that fits the remaining bytes each time, never over-fetching.
-    This is NOT what the DMA sends (it over-fetches and never goes below one beat): the timing
-    model uses `dma_packets`. `offset` is the start address modulo max_packet.
-    """
-    out = []
-    a, end = offset, offset + nbytes
-    while a < end:
-        size = max_packet
-        while size > 1 and (a % size or a + size > end):
-            size //= 2
-        out.append((a - offset, size))
-        a += size
-    return tuple(out)
-
-
-@lru_cache(maxsize=4096)
 def dma_packets(offset: int, nbytes: int, max_packet: int, beat_bytes: int) -> tuple[tuple[int, int, int], ...]:
     """(request start relative to the row, request size, useful bytes) of the TileLink requests the
     DMA sends for one row of `nbytes` bytes starting `offset` bytes into a max_packet block.

@@ -111,16 +111,6 @@ def vram_gather(vram: np.ndarray, base: int, rows: int, cols: int, phys_rows: in
     return blocks.transpose(1, 0, 2).reshape(rows, nb * vlen)[:, :cols].copy()
 
 
-def vram_image(x: np.ndarray, phys_rows: int, vlen: int) -> np.ndarray:
-    """Logical [rows, cols] -> the flat column-block-major image (padding zero, BF16-rounded)."""
-    x = np.asarray(x, dtype=np.float32)
-    rows, cols = x.shape
-    nb = -(-cols // vlen)
-    padded = np.zeros((phys_rows, nb * vlen), dtype=np.float32)
-    padded[:rows, :cols] = x
-    return bf16_round(padded.reshape(phys_rows, nb, vlen).transpose(1, 0, 2).reshape(-1))
-
-
 # ---------------------------------------------------------------------------------------
 # Decoding: the per-family semantic tables
 # ---------------------------------------------------------------------------------------
