@@ -5,7 +5,7 @@ Evaluations (`evaluate`):
 * TIMING runs the simulator timing-only: no data moves and nothing is computed, only the
   registers, CSRs, loop counters and DMA addresses that costs and control flow depend on;
   its `rtl` and `emu` cycles, counts and HBM bytes are those of the functional run. It
-  extrapolates over the steady iterations of hardware loops (`simulator._Steady`; cycles
+  extrapolates over the steady iterations of hardware loops (`run._Steady`; cycles
   within a fraction of a percent of the full run's, `report["steady"]` says what was
   skipped) unless `evaluate(..., extrapolate=False)` asks for full simulation.
 * CHECKED adds the doc's rule checker on every executed instruction (still without data).
@@ -24,7 +24,7 @@ HBM (`lowering.linear_plan`); its result is then that HBM tensor (`KernelLayout.
 Every evaluation's `breakdown` splits the `rtl` cycles into compute (matrix and vector units,
 scalar FP arithmetic), memory (HBM DMA and the scalar SRAM moves), stall (pipeline hazards)
 and overhead (integer address/counter arithmetic and control); `report["rtl_breakdown"]` has
-the per-unit figures they are summed from (`simulator.breakdown_part`).
+the per-unit figures they are summed from (`decode.breakdown_part`).
 """
 
 from __future__ import annotations
@@ -56,12 +56,14 @@ from . import export as X
 from .asm import parse_program
 from .bounds import Bound, lower_bound, program_bound
 from .config import DOC, PlenaConfig
+from .hwloop import min_executed
 from .instance import PlenaInstance
 from .layout import Geometry, Kernel
 from .lowering import lower
 from .mapping import library_default
+from .run import PlenaRun
 from .sampled import verify_sampled
-from .simulator import PlenaRun, min_executed, simulate
+from .simulator import simulate
 from .simulator import trace as sim_trace
 from .suite import SCHEMAS, SUITE, check_shape, data_bytes, workload
 from .timing import DEFAULT_MODES

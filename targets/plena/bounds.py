@@ -25,8 +25,8 @@ from zomboss.workload import Workload
 from . import hbm as H
 from .config import PlenaConfig
 from .counts import executions
+from .decode import cost_table
 from .layout import MX_BLOCK
-from .simulator import cost_table
 
 
 @dataclass(frozen=True)

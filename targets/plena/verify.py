@@ -31,7 +31,8 @@ from . import hbm as H
 from .instance import PlenaInstance
 from .layout import Kernel, KernelLayout
 from .numerics import mx_fake_quant, mx_spacing
-from .simulator import PlenaRun, simulate
+from .run import PlenaRun
+from .simulator import simulate
 
 PLENA_ATOL = 0.2
 PLENA_RTOL = 0.2

@@ -9,7 +9,8 @@ import pytest
 from zomboss.targets.plena.asm import parse_program
 from zomboss.targets.plena.config import PlenaConfig
 from zomboss.targets.plena.counts import executions
-from zomboss.targets.plena.simulator import PlenaRun, simulate
+from zomboss.targets.plena.run import PlenaRun
+from zomboss.targets.plena.simulator import simulate
 
 from zomboss.program import Program
 

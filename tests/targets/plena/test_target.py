@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from zomboss.targets.plena import TARGET
 from zomboss.targets.plena.asm import parse_program
-from zomboss.targets.plena.simulator import SEMANTICS, simulate
+from zomboss.targets.plena.decode import SEMANTICS
+from zomboss.targets.plena.simulator import simulate
 
 from tests.targets.plena.conftest import dynamic_counts
 from zomboss.errors import IllegalProgram, WorkloadError, ZombossError
