@@ -4,7 +4,7 @@ For each suite instance: cycles of the compiler default (tiled_matmul_auto / til
 of the preset's library revision, through the hardware loop FSMs) and of the Exo-style
 mapping (reference §8.1: hoisted configs, unrolled streams, 4-block mvins, zero-mvin init,
 scratchpad-filling tiles), the ratio default/exo, and each schedule's cycles over the roofline
-bound (`kernels.bound_cycles`: array-bound cycles or minimum DRAM traffic at the preset's
+bound (`bounds.bound_cycles`: array-bound cycles or minimum DRAM traffic at the preset's
 bandwidth, whichever is larger). Big instances run timing-only; the instances named by --verify
 (default: mm512 and mm256) also run functionally on full data and are checked against
 NumPy. Compare the geometric means with Autocomp's published 5.6x (GEMM) / 2.7x (conv)
@@ -22,9 +22,10 @@ import sys
 import time
 
 from zomboss.targets.gemmini import TARGET
-from zomboss.targets.gemmini.kernels import bound_cycles, run
+from zomboss.targets.gemmini.bounds import bound_cycles
 from zomboss.targets.gemmini.mapping import exo_style, library_default
 from zomboss.targets.gemmini.presets import DEFAULT_PRESET, PRESETS, get_preset
+from zomboss.targets.gemmini.verify import run
 
 from zomboss.target import Mode
 

@@ -19,7 +19,8 @@ import time
 from typing import Any
 
 from zomboss.targets.plena import TARGET
-from zomboss.targets.plena.simulator import PlenaRun, simulate
+from zomboss.targets.plena.run import PlenaRun
+from zomboss.targets.plena.simulator import simulate
 
 from zomboss.program import Program
 

@@ -48,11 +48,11 @@ from zomboss.targets.gemmini import TARGET, platform
 from zomboss.targets.gemmini.config import GemminiConfig, machine_kb
 from zomboss.targets.gemmini.dram import Dram
 from zomboss.targets.gemmini.instance import ConvBuffers, MatmulBuffers
-from zomboss.targets.gemmini.kernels import run
 from zomboss.targets.gemmini.lowering import lower
 from zomboss.targets.gemmini.platform import ConvCall, MatmulCall
 from zomboss.targets.gemmini.presets import DEFAULT_PRESET, PRESETS, Preset, get_preset
 from zomboss.targets.gemmini.simulator import simulate
+from zomboss.targets.gemmini.verify import run
 
 from zomboss.errors import ZombossError
 from zomboss.mapping import IllegalMapping, space

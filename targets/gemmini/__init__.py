@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import json
 import time
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from zomboss.targets.gemmini.asm import parse_program
+from zomboss.targets.gemmini.bounds import bound_cycles
 from zomboss.targets.gemmini.config import DOC, GemminiConfig, machine_kb
-from zomboss.targets.gemmini.export import export_c, program_text, sidecar_path
+from zomboss.targets.gemmini.export import export_c, program_text
 from zomboss.targets.gemmini.instance import GemminiInstance, build_instance
-from zomboss.targets.gemmini.kernels import bound_cycles, run
 from zomboss.targets.gemmini.lowering import lower
 from zomboss.targets.gemmini.mapping import exo_style, library_default
 from zomboss.targets.gemmini.platform import check_mapping
@@ -29,49 +29,43 @@ from zomboss.targets.gemmini.sampled import verify_sampled
 from zomboss.targets.gemmini.simulator import SimResult, dynamic_stream, simulate
 from zomboss.targets.gemmini.suite import SCHEMAS, SUITE, workload
 from zomboss.targets.gemmini.timing import BREAKDOWN
+from zomboss.targets.gemmini.verify import run
 
 from zomboss.errors import WorkloadError, ZombossError
 from zomboss.knowledge import KB
 from zomboss.mapping import KnobMapping
-from zomboss.program import Instr, Program, ProgramSyntaxError, parse_lines
+from zomboss.program import Instr, Program
 from zomboss.results import KernelResult
-from zomboss.target import Evaluation, Instance, Mode
-from zomboss.util import MAX_INSTRUCTIONS, Lru, check_budget, read_json, read_text
+from zomboss.target import (
+    Evaluation,
+    Instance,
+    Mode,
+    Params,
+    ParamsKey,
+    SidecarError,
+    TargetBase,
+    params_key,
+    read_sidecar,
+    sidecar_path,
+    sidecar_seed,
+)
 from zomboss.workload import Workload
 
-Params = Mapping[str, int]
-_INSTANCES = 8  # instances kept (LRU): a search evaluates many mappings of a few workloads
 
-
-class SidecarError(ZombossError):
-    """A program sidecar that does not describe the program's workload and buffers."""
-
-
-def _key(params: Params) -> tuple[tuple[str, int], ...]:
-    return tuple(sorted((k.lower(), int(v)) for k, v in params.items()))
-
-
-class GemminiTarget:
+class GemminiTarget(TargetBase[GemminiConfig, GemminiInstance, Program]):
     name = "gemmini"
     doc = DOC
-
-    def __init__(self) -> None:
-        self._instances: OrderedDict[tuple[Any, ...], GemminiInstance] = OrderedDict()
-        self._configs: dict[tuple[tuple[str, int], ...], GemminiConfig] = {}
-        # the latest lowerings: a search lowers a candidate to compare its program with those
-        # already simulated, then simulates it (one lowering for both)
-        self._lowered = Lru(2)
+    program_kind = "a Gemmini program"
+    # the latest lowerings: a search lowers a candidate to compare its program with those
+    # already simulated, then simulates it (one lowering for both)
+    lowerings_kept = 2
 
     # ---- machine and suite
-    def kb(self, params: Params) -> KB:
-        """The doc's KB with these overrides (cached; the KB build refuses unknown or illegal ones)."""
-        return machine_kb(_key(params))
+    def make_kb(self, key: ParamsKey) -> KB:
+        return machine_kb(key)
 
-    def config(self, params: Params) -> GemminiConfig:
-        key = _key(params)
-        if key not in self._configs:
-            self._configs[key] = GemminiConfig.from_kb(machine_kb(key))
-        return self._configs[key]
+    def make_config(self, key: ParamsKey) -> GemminiConfig:
+        return GemminiConfig.from_kb(machine_kb(key))
 
     def suite(self) -> Sequence[Workload]:
         return SUITE
@@ -80,19 +74,9 @@ class GemminiTarget:
         return workload(spec)
 
     # ---- the search-facing protocol
-    def instance(self, wl: Workload, params: Params, seed: int = 0) -> GemminiInstance:
-        """The placement of `wl`'s operands (inputs and reference built on first verified use),
-        kept in a small LRU so that every evaluation of `wl` reuses it."""
-        key = (wl.id, wl.op, tuple(wl.shape.items()), _key(params), seed)
-        inst = self._instances.get(key)
-        if inst is None:
-            inst = build_instance(wl, self.config(params), params, seed)
-            self._instances[key] = inst
-            while len(self._instances) > _INSTANCES:
-                self._instances.popitem(last=False)
-        else:
-            self._instances.move_to_end(key)
-        return inst
+    def make_instance(self, wl: Workload, params: Params, seed: int) -> GemminiInstance:
+        """The placement of `wl`'s operands (inputs and reference built on first verified use)."""
+        return build_instance(wl, self.config(params), params, seed)
 
     def reference_mappings(self, wl: Workload, params: Params) -> dict[str, KnobMapping]:
         """Candidate-0 ("library": tiled_matmul_auto / tiled_conv_auto) first, then "exo"."""
@@ -102,14 +86,13 @@ class GemminiTarget:
     def lower(self, inst: Instance, mapping: KnobMapping) -> Program:
         """The program of `mapping` on the instance's placement (IllegalMapping if it breaks a
         constraint of gemmini.md §11)."""
-        g = _gemmini(inst)
-        held, program = self._lowered.get_or(
-            (id(g), mapping.key()), lambda: (g, lower(mapping, g.workload, g.buffers, g.cfg))
-        )
-        if held is not g:  # (an id reused by a later instance)
-            program = lower(mapping, g.workload, g.buffers, g.cfg)
-            self._lowered[(id(g), mapping.key())] = (g, program)
-        return program
+        return super().lower(_gemmini(inst), mapping)
+
+    def make_lowering(self, inst: GemminiInstance, mapping: KnobMapping) -> Program:
+        return lower(mapping, inst.workload, inst.buffers, inst.cfg)
+
+    def program_of(self, lowered: Program) -> Program:
+        return lowered
 
     def evaluate(self, inst: Instance, mapping: KnobMapping, mode: Mode, *, extrapolate: bool = True) -> Evaluation:
         g = _gemmini(inst)
@@ -150,23 +133,8 @@ class GemminiTarget:
         return bound_cycles(wl, self.config(params), DEFAULT_PRESET)
 
     # ---- programs and files
-    def read_program(self, path: Path, params: Params) -> Program:
-        """Parse the text form; mnemonics and operand counts follow the doc's signatures."""
-        path = Path(path)
-        text = read_text(path, "a Gemmini program")
-        signatures = {name: tuple(op.name for op in ins.operands) for name, ins in self.kb(params).instrs.items()}
-        instrs: list[Instr] = []
-        for ins, _ in parse_lines(text, str(path), ()):
-            names = signatures.get(ins.op)
-            if names is None:
-                raise ProgramSyntaxError(f"{path}:{ins.line}: unknown Gemmini instruction {ins.op!r}")
-            if len(ins.args) != len(names):
-                raise ProgramSyntaxError(
-                    f"{path}:{ins.line}: {ins.op} takes {len(names)} operand(s) ({', '.join(names)}), "
-                    f"got {len(ins.args)}"
-                )
-            instrs.append(ins)
-        return Program("gemmini", tuple(instrs), {"path": str(path)})
+    def parse_program(self, kb: KB, text: str, path: str) -> Program:
+        return parse_program(kb, text, path)
 
     def trace(self, program: Program, params: Params) -> Iterator[tuple[Instr, Mapping[int, int]]]:
         """Gemmini has no registers; the stream is the program with its hardware loops expanded
@@ -177,40 +145,19 @@ class GemminiTarget:
         """A lower bound of the instructions `program` executes (each hardware loop at least itself)."""
         return len(program)
 
-    def simulate_file(self, path: Path, params: Params, max_instructions: int = MAX_INSTRUCTIONS) -> KernelResult:
-        """Check and time a program file; verify it when its sidecar (`<file>.json`, written by
-        export) names the workload whose inputs the program reads. At most `max_instructions`
-        are executed, hardware loops expanded (LimitError beyond)."""
-        path = Path(path)
-        budget = check_budget(max_instructions)
-        cfg = self.config(params)
-        program = self.read_program(path, params)
-        side = sidecar_path(path)
-        t0 = time.perf_counter()
-        if not side.exists():
-            sim = simulate(program, cfg, None, functional=False, timing=True, max_instructions=budget)
-            return KernelResult(
-                target=self.name,
-                workload=path.name,
-                verified=None,  # null: nothing to verify against
-                cycles=sim.cycles,
-                mapping={},
-                wall_s=time.perf_counter() - t0,
-                extra={
-                    "verify_reason": f"no sidecar {side.name}: the program's inputs and expected output are "
-                    "unknown, so it was checked and timed only",
-                    "breakdown": sim.breakdown,
-                    **_report(sim),
-                },
-            )
-        meta = _read_sidecar(side)
+    def run_file(self, program: Program, params: Params, budget: int) -> tuple[int, dict[str, int], dict[str, Any]]:
+        sim = simulate(program, self.config(params), None, functional=False, timing=True, max_instructions=budget)
+        return sim.cycles, dict(sim.breakdown), _report(sim)
+
+    def verify_file(self, program: Program, side: Path, params: Params, budget: int, t0: float) -> KernelResult:
+        """The sidecar names the workload, the seed and the operands' placement (which must be
+        the instance's)."""
+        meta = read_sidecar(side)
         exported = meta.get("params", {})
-        if isinstance(exported, dict) and _key(exported) != _key(params):
-            given = ", ".join(f"{k}={v}" for k, v in _key(exported)) or "none"
+        if isinstance(exported, dict) and params_key(exported) != params_key(params):
+            given = ", ".join(f"{k}={v}" for k, v in params_key(exported)) or "none"
             raise SidecarError(f"{side}: the program was exported for --param overrides {given}; pass the same ones")
-        seed = meta.get("seed", 0)
-        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 1 << 63:
-            raise SidecarError(f"{side}: 'seed' must be an integer in 0..2^63-1, not {seed!r}")
+        seed = sidecar_seed(side, meta)
         try:
             wl = workload(str(meta["workload"]))
             inst = self.instance(wl, params, seed)
@@ -227,7 +174,7 @@ class GemminiTarget:
             dram = inst.dram()  # the operands' size is checked before they are allocated
         except WorkloadError as e:
             raise WorkloadError(f"{side}: {e}") from None
-        sim = simulate(program, cfg, dram, functional=True, timing=True, max_instructions=budget)
+        sim = simulate(program, self.config(params), dram, functional=True, timing=True, max_instructions=budget)
         assert sim.dram is not None
         return KernelResult(
             target=self.name,
@@ -240,26 +187,24 @@ class GemminiTarget:
             extra={"breakdown": sim.breakdown, **_report(sim)},
         )
 
-    def export(self, wl: Workload, out: Path, params: Params, mapping: KnobMapping | None = None) -> Path:
-        """Write the kernel of `mapping` (default: Candidate-0) as a bare-metal C test at `out`,
-        and next to it the program text (`.asm`) with its sidecar, which `simulate_file` verifies."""
-        out = Path(out)
+    def write_export(
+        self, inst: GemminiInstance, mapping: KnobMapping, lowered: Program, out: Path, params: Params
+    ) -> Path:
+        """The kernel as a bare-metal C test at `out`, and next to it the program text (`.asm`)
+        with its sidecar, which `simulate_file` verifies."""
         if out.suffix == ".asm":
             raise ZombossError(f"{out}: the C test needs another suffix (.c); the .asm program is written next to it")
-        inst = self.instance(wl, params)
-        m = mapping if mapping is not None else self.reference_mappings(wl, params)["library"]
-        program = self.lower(inst, m)
-        bufs = inst.buffers
+        wl, bufs = inst.workload, inst.buffers
         addrs = {k: v for k, v in bufs.__dict__.items() if k != "scale_bits"}
-        export_c(wl, program, out, addrs, bufs.scale_bits)
+        export_c(wl, lowered, out, addrs, bufs.scale_bits)
         asm = out.with_suffix(".asm")
-        asm.write_text(program_text(program, f"{wl.id}: {wl.spec}"))
+        asm.write_text(program_text(lowered, f"{wl.id}: {wl.spec}"))
         side = {
             "target": self.name,
             "workload": wl.id,
             "seed": inst.seed,
-            "params": dict(_key(params)),
-            "mapping": m.to_json(),
+            "params": dict(params_key(params)),
+            "mapping": mapping.to_json(),
             "buffers": bufs.__dict__,
         }
         sidecar_path(asm).write_text(json.dumps(side, indent=2) + "\n")
@@ -295,13 +240,6 @@ def _report(sim: SimResult) -> dict[str, Any]:
         "dram_write_bytes": sim.dram_write_bytes,
         "preset": sim.stats.get("preset", DEFAULT_PRESET),
     }
-
-
-def _read_sidecar(path: Path) -> dict[str, Any]:
-    data = read_json(path, "a JSON sidecar")
-    if not isinstance(data, dict) or "workload" not in data:
-        raise SidecarError(f"{path}: a sidecar needs at least 'workload' (and 'buffers', 'seed')")
-    return data
 
 
 TARGET = GemminiTarget()

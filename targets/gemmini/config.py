@@ -17,6 +17,7 @@ from pathlib import Path
 from zomboss import expr as ex
 from zomboss.errors import ZombossError
 from zomboss.knowledge import KB, load_kb
+from zomboss.target.protocol import ParamsKey, params_key
 
 DOC = Path(__file__).with_name("gemmini.md")
 
@@ -119,7 +120,7 @@ def overrides_of(kb: KB) -> tuple[tuple[str, int], ...]:
 
 
 @functools.cache
-def machine_kb(overrides: tuple[tuple[str, int], ...] = ()) -> KB:
+def machine_kb(overrides: ParamsKey = ()) -> KB:
     """The doc's KB for these overrides (unknown or illegal ones refused with the doc's message)."""
     return load_kb(DOC, dict(overrides))
 
@@ -131,4 +132,4 @@ def _default() -> GemminiConfig:
 
 def config_for(params: Mapping[str, int]) -> GemminiConfig:
     """The configuration of the doc with these `--param` overrides."""
-    return GemminiConfig.from_kb(machine_kb(tuple(sorted((k.lower(), int(v)) for k, v in params.items()))))
+    return GemminiConfig.from_kb(machine_kb(params_key(params)))

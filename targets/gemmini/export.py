@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from zomboss.targets.gemmini.isa import LOOP_CONV_CONFIGS, LOOP_WS_CONFIGS, operands
+from zomboss.targets.gemmini.asm import LOOP_CONV_CONFIGS, LOOP_WS_CONFIGS, operands
 from zomboss.targets.gemmini.suite import conv_out_dims
 
 from zomboss.errors import ZombossError
@@ -575,9 +575,3 @@ def program_text(program: Program, title: str = "") -> str:
     lines = [f"# {title}"] if title else []
     lines += [ins.text() for ins in program.instrs]
     return "\n".join(lines) + "\n"
-
-
-def sidecar_path(program_path: Path) -> Path:
-    """Where a program file's sidecar lives: `<file>.json` (workload, seed, buffers, mapping)."""
-    p = Path(program_path)
-    return p.with_name(p.name + ".json")

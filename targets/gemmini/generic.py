@@ -3,7 +3,7 @@
 "gemmini.loops"` on the loop FSM instructions — expands `loop_ws` / `loop_conv_ws` into the
 commands their FSMs issue with the same code the hand-written simulator uses (`loops`).
 
-The hand-written simulator (`simulator.simulate`, `functional.Machine`) stays the oracle and
+The hand-written simulator (`simulator.simulate`, `machine.Machine`) stays the oracle and
 the fast path; `tests/targets/gemmini/test_generic.py` compares the two bit for bit.
 """
 
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from zomboss.targets.gemmini.asm import LOOP_CONV_CONFIGS, LOOP_WS_CONFIGS
 from zomboss.targets.gemmini.config import GemminiConfig
 from zomboss.targets.gemmini.dram import Dram
-from zomboss.targets.gemmini.isa import LOOP_CONV_CONFIGS, LOOP_WS_CONFIGS
 from zomboss.targets.gemmini.loops import LoopFsm, expand_loop_conv_ws, expand_loop_ws
 from zomboss.targets.gemmini.platform import check_loop
 from zomboss.targets.gemmini.presets import DEFAULT_PRESET, Rtl, get_preset

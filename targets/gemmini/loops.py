@@ -22,18 +22,19 @@ of every loop, carry no DRAM address at all and are shared between loops.
 from __future__ import annotations
 
 import functools
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
+from zomboss.targets.gemmini.asm import GARBAGE, IS_ACC, acc_addr, operands
 from zomboss.targets.gemmini.config import GemminiConfig
-from zomboss.targets.gemmini.isa import GARBAGE, IS_ACC, acc_addr, operands
 from zomboss.targets.gemmini.numerics import ONE_F32_BITS
 
 from zomboss.errors import ZombossError
 from zomboss.legality import Block
 from zomboss.program import Instr
+from zomboss.util import Lru
 
 # Generators (who issues a command): the CPU, or one of the loop FSM's generators.
 CPU, GEN_LD, GEN_EX, GEN_ST = 0, 1, 2, 3
@@ -108,16 +109,18 @@ class Expansion:
 
 _MAX_BASE = 1 << 60  # relocated operands stay far inside int64
 _Layout = tuple[tuple[str, np.ndarray, np.ndarray, np.ndarray | None], ...]  # op, positions, args, reloc
-_LAYOUTS: OrderedDict[int, tuple[tuple[Entry, ...], _Layout | None]] = OrderedDict()
+_TEMPLATES_KEPT = 64  # expansion templates kept per loop kind
+_LAYOUTS: Lru[int, tuple[tuple[Entry, ...], _Layout | None]] = Lru(2 * _TEMPLATES_KEPT)
 
 
 def _block_layout(entries: tuple[Entry, ...]) -> _Layout | None:
     """Per mnemonic of a template: its positions, operands and relocation slots (None where
-    no operand relocates), cached while the template is (keyed by identity)."""
-    hit = _LAYOUTS.get(id(entries))
-    if hit is not None and hit[0] is entries:
-        _LAYOUTS.move_to_end(id(entries))
-        return hit[1]
+    no operand relocates), cached while the template is (keyed by identity; the entry holds
+    the template, so its id is not reused while cached)."""
+    return _LAYOUTS.get_or(id(entries), lambda: (entries, _layout_of(entries)))[1]
+
+
+def _layout_of(entries: tuple[Entry, ...]) -> _Layout | None:
     rows: dict[str, tuple[list[int], list[tuple[int, ...]], list[int]]] = {}
     for i, (op, args, _gen, _gate, reloc) in enumerate(entries):
         pos, ops, rel = rows.setdefault(op, ([], [], []))
@@ -134,9 +137,6 @@ def _block_layout(entries: tuple[Entry, ...]) -> _Layout | None:
             layout = None
     except (OverflowError, ValueError):
         layout = None
-    _LAYOUTS[id(entries)] = (entries, layout)
-    if len(_LAYOUTS) > 2 * _WS_TEMPLATES.size:
-        _LAYOUTS.popitem(last=False)
     return layout
 
 
@@ -213,27 +213,9 @@ def alike_segments(entries: list[Entry], starts: list[int], row_mask: int, max_g
     return tuple(out)
 
 
-class _Templates:
-    """A small LRU of expansion templates keyed by everything but the DRAM bases."""
-
-    def __init__(self, size: int = 64) -> None:
-        self.size = size
-        self.data: OrderedDict[tuple, Template] = OrderedDict()
-
-    def get(self, key: tuple, build) -> Template:  # noqa: ANN001 - a zero-argument builder of a Template
-        hit = self.data.get(key)
-        if hit is not None:
-            self.data.move_to_end(key)
-            return hit
-        value = build()
-        self.data[key] = value
-        if len(self.data) > self.size:
-            self.data.popitem(last=False)
-        return value
-
-
-_WS_TEMPLATES = _Templates()
-_CONV_TEMPLATES = _Templates()
+# expansion templates keyed by everything but the DRAM bases
+_WS_TEMPLATES: Lru[tuple, Template] = Lru(_TEMPLATES_KEPT)
+_CONV_TEMPLATES: Lru[tuple, Template] = Lru(_TEMPLATES_KEPT)
 R_A, R_B, R_D, R_C = 1, 2, 3, 4  # loop_ws relocation slots
 R_IN, R_W, R_BIAS, R_OUT = 1, 2, 3, 4  # loop_conv_ws relocation slots
 
@@ -283,7 +265,7 @@ def expand_loop_ws(cfg: GemminiConfig, fsm: LoopFsm, run: Instr) -> Expansion:
     if resadd:
         key: tuple = ("resadd", cfg, shape, present, slot)
         return Expansion.of(
-            _WS_TEMPLATES.get(key, lambda: Template(tuple(_resadd(cfg, shape, present, slot * cfg.half_acc_rows)))),
+            _WS_TEMPLATES.get_or(key, lambda: Template(tuple(_resadd(cfg, shape, present, slot * cfg.half_acc_rows)))),
             bases,
         )
     if bases[3]:
@@ -292,7 +274,7 @@ def expand_loop_ws(cfg: GemminiConfig, fsm: LoopFsm, run: Instr) -> Expansion:
     flags = (ex_acc, full_c, low_d, a_t, b_t)
     key = ("ws", cfg, shape, present, flags, a_start, b_end, acc_base)
     return Expansion.of(
-        _WS_TEMPLATES.get(key, lambda: _loop_ws(cfg, shape, present, flags, a_start, b_end, acc_base)), bases
+        _WS_TEMPLATES.get_or(key, lambda: _loop_ws(cfg, shape, present, flags, a_start, b_end, acc_base)), bases
     )
 
 
@@ -530,7 +512,7 @@ def expand_loop_conv_ws(cfg: GemminiConfig, fsm: LoopFsm, run: Instr, st_scale_b
     key = ("conv", cfg, shape, present, tuple(run.args), a_start, b_end, acc_base, st_scale_bits)
     regs = dict(zip(_conv_shape(), shape, strict=True))
     return Expansion.of(
-        _CONV_TEMPLATES.get(
+        _CONV_TEMPLATES.get_or(
             key, lambda: _loop_conv(cfg, regs, present, flags, a_start, b_end, acc_base, st_scale_bits)
         ),
         bases,

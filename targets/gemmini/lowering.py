@@ -28,15 +28,15 @@ import itertools
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Protocol
 
+from zomboss.targets.gemmini.asm import ACCUMULATE, GARBAGE, IS_ACC
 from zomboss.targets.gemmini.config import GemminiConfig
 from zomboss.targets.gemmini.instance import Buffers, ConvBuffers, MatmulBuffers
-from zomboss.targets.gemmini.isa import ACCUMULATE, GARBAGE, IS_ACC
-from zomboss.targets.gemmini.mapping import ConvView, MatmulView, view
-from zomboss.targets.gemmini.mapping_legality import cdiv, live_acc_tiles
+from zomboss.targets.gemmini.mapping import ConvView, MatmulView, live_acc_tiles, view
 from zomboss.targets.gemmini.numerics import ONE_F32_BITS
 from zomboss.targets.gemmini.suite import conv_out_dims
 
 from zomboss.errors import ZombossError
+from zomboss.expr import cdiv
 from zomboss.mapping import KnobMapping, space
 from zomboss.program import Instr, Item, Loop, Program
 from zomboss.workload import Workload

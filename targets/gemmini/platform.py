@@ -34,6 +34,7 @@ from zomboss.targets.gemmini.presets import DOSA_LIBRARY, Library, Rtl
 from zomboss.targets.gemmini.tiling import ConvTiling, MatmulTiling, conv_tiling, matmul_tiling
 
 from zomboss.errors import WorkloadError
+from zomboss.expr import cdiv
 from zomboss.mapping import KnobMapping
 from zomboss.program import Instr
 
@@ -100,10 +101,6 @@ class ConvCall:
         return (self.in_col + 2 * self.padding - self.kernel) // self.stride + 1
 
 
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def _check_perm(perm: str) -> None:
     if sorted(perm) != sorted(PERM_DIMS):
         raise WorkloadError(f"loop permutation {perm!r} must name each of {PERM_DIMS} once")
@@ -132,8 +129,8 @@ def tiled_matmul(
     if min(tile_i, tile_j, tile_k) < 1:
         raise WorkloadError(f"tiled_matmul: tile counts must be positive, got {tile_i, tile_j, tile_k}")
     dim = cfg.dim
-    ipad, jpad, kpad = (_cdiv(x, dim) * dim for x in (call.dim_i, call.dim_j, call.dim_k))
-    i0n, j0n, k0n = _cdiv(ipad, tile_i * dim), _cdiv(jpad, tile_j * dim), _cdiv(kpad, tile_k * dim)
+    ipad, jpad, kpad = (cdiv(x, dim) * dim for x in (call.dim_i, call.dim_j, call.dim_k))
+    i0n, j0n, k0n = cdiv(ipad, tile_i * dim), cdiv(jpad, tile_j * dim), cdiv(kpad, tile_k * dim)
     last_i = tile_i if ipad % (tile_i * dim) == 0 else (ipad // dim) % tile_i
     last_j = tile_j if jpad % (tile_j * dim) == 0 else (jpad // dim) % tile_j
     last_k = tile_k if kpad % (tile_k * dim) == 0 else (kpad // dim) % tile_k

@@ -3,7 +3,7 @@
 `simulate` walks the program; `loop_ws` / `loop_conv_ws` are expanded into the commands their
 FSMs issue (`loops`), and every executed instruction, generated ones included, goes through
 the ISA doc's checker first (the program is refused on the first violation), then the
-functional model (`functional.Machine`, optional) and the timing model (`timing.Timing`,
+functional model (`machine.Machine`, optional) and the timing model (`timing.Timing`,
 optional). Timing-only mode moves no data and is what the search uses; functional + timing
 is what verification uses.
 """
@@ -16,12 +16,12 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+from zomboss.targets.gemmini.asm import LOOP_CONV_CONFIGS, LOOP_WS_CONFIGS, check_shape, operands, queues
 from zomboss.targets.gemmini.config import DOC, GemminiConfig
 from zomboss.targets.gemmini.dram import Dram
-from zomboss.targets.gemmini.functional import Machine
-from zomboss.targets.gemmini.isa import LOOP_CONV_CONFIGS, LOOP_WS_CONFIGS, check_shape, operands, queues
 from zomboss.targets.gemmini.llc import Llc
 from zomboss.targets.gemmini.loops import Expansion, LoopFsm, UnsupportedLoop, expand_loop_conv_ws, expand_loop_ws
+from zomboss.targets.gemmini.machine import Machine
 from zomboss.targets.gemmini.numerics import ONE_F32_BITS
 from zomboss.targets.gemmini.platform import check_loop
 from zomboss.targets.gemmini.presets import DEFAULT_PRESET, Preset, Rtl, get_preset

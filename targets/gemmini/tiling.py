@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from zomboss.targets.gemmini.config import GemminiConfig
 
+from zomboss.expr import cdiv
+
 
 @dataclass(frozen=True)
 class MatmulTiling:
@@ -34,14 +36,10 @@ class MatmulTiling:
         return self.i0 * self.j0 * self.k0
 
 
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 def matmul_tiling(dim_i: int, dim_j: int, dim_k: int, cfg: GemminiConfig) -> MatmulTiling:
     """tiled_matmul_auto's tile sizes for the double-buffered WS dataflow (no norms)."""
     dim = cfg.dim
-    ip, jp, kp = _cdiv(dim_i, dim), _cdiv(dim_j, dim), _cdiv(dim_k, dim)
+    ip, jp, kp = cdiv(dim_i, dim), cdiv(dim_j, dim), cdiv(dim_k, dim)
     max_spad, max_acc = cfg.half_sp_rows, cfg.half_acc_rows
     db_mats_in_partition = (cfg.half_sp_rows // 2) // dim  # db_partition_rows / DIM
     db_mats_in_acc = (cfg.acc_rows // 2) // dim
@@ -68,7 +66,7 @@ def matmul_tiling(dim_i: int, dim_j: int, dim_k: int, cfg: GemminiConfig) -> Mat
             grew = True
         if not grew:
             break
-    i0, j0, k0 = _cdiv(ip, ti), _cdiv(jp, tj), _cdiv(kp, tk)
+    i0, j0, k0 = cdiv(ip, ti), cdiv(jp, tj), cdiv(kp, tk)
     return MatmulTiling(ti, tj, tk, i0, j0, k0, spad(ti, tj, tk), acc(ti, tj), i0 * k0 <= 2, j0 * k0 <= 2)
 
 
@@ -108,9 +106,9 @@ def conv_rows(
     irows = orows * stride + krows - 1
     icols = ocols * stride + kcols - 1
     ds = int(downsample)
-    a_rows = _cdiv(kchs, dim) * batches * (irows >> ds) * (icols >> ds)
-    b_rows = _cdiv(ochs, dim) * kcols * krows * kchs
-    c_rows = _cdiv(ochs, dim) * batches * orows * ocols
+    a_rows = cdiv(kchs, dim) * batches * (irows >> ds) * (icols >> ds)
+    b_rows = cdiv(ochs, dim) * kcols * krows * kchs
+    c_rows = cdiv(ochs, dim) * batches * orows * ocols
     return a_rows + b_rows, c_rows
 
 

@@ -46,8 +46,8 @@ from functools import lru_cache
 from heapq import heappop, heappush
 
 import numpy as np
+from zomboss.targets.gemmini.asm import EX, GARBAGE, IS_ACC, LD, READ_FULL, ST, queues
 from zomboss.targets.gemmini.config import GemminiConfig
-from zomboss.targets.gemmini.isa import EX, GARBAGE, IS_ACC, LD, READ_FULL, ST, queues
 from zomboss.targets.gemmini.llc import Llc
 from zomboss.targets.gemmini.loops import CPU, EXECUTES, GEN_EX, GEN_LD, GEN_ST, Entry
 from zomboss.targets.gemmini.presets import Preset
@@ -56,25 +56,6 @@ from zomboss.machine import Mark, Policy, Report, Skip
 from zomboss.machine import steady as steady
 
 BREAKDOWN = ("compute", "memory", "stall", "overhead")
-
-
-@lru_cache(maxsize=4096)
-def split_packets(offset: int, nbytes: int, max_packet: int) -> tuple[tuple[int, int], ...]:
-    """(offset, size) of the aligned power-of-two pieces exactly covering [offset, offset+nbytes).
-
-    The largest aligned piece that fits the remaining bytes each time, never over-fetching.
-    This is NOT what the DMA sends (it over-fetches and never goes below one beat): the timing
-    model uses `dma_packets`. `offset` is the start address modulo max_packet.
-    """
-    out = []
-    a, end = offset, offset + nbytes
-    while a < end:
-        size = max_packet
-        while size > 1 and (a % size or a + size > end):
-            size //= 2
-        out.append((a - offset, size))
-        a += size
-    return tuple(out)
 
 
 @lru_cache(maxsize=4096)

@@ -5,7 +5,7 @@ Evaluations (`evaluate`):
 * TIMING runs the simulator timing-only: no data moves and nothing is computed, only the
   registers, CSRs, loop counters and DMA addresses that costs and control flow depend on;
   its `rtl` and `emu` cycles, counts and HBM bytes are those of the functional run. It
-  extrapolates over the steady iterations of hardware loops (`simulator._Steady`; cycles
+  extrapolates over the steady iterations of hardware loops (`run._Steady`; cycles
   within a fraction of a percent of the full run's, `report["steady"]` says what was
   skipped) unless `evaluate(..., extrapolate=False)` asks for full simulation.
 * CHECKED adds the doc's rule checker on every executed instruction (still without data).
@@ -24,13 +24,13 @@ HBM (`lowering.linear_plan`); its result is then that HBM tensor (`KernelLayout.
 Every evaluation's `breakdown` splits the `rtl` cycles into compute (matrix and vector units,
 scalar FP arithmetic), memory (HBM DMA and the scalar SRAM moves), stall (pipeline hazards)
 and overhead (integer address/counter arithmetic and control); `report["rtl_breakdown"]` has
-the per-unit figures they are summed from (`simulator.breakdown_part`).
+the per-unit figures they are summed from (`decode.breakdown_part`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,55 +39,53 @@ from zomboss.knowledge import KB
 from zomboss.mapping import KnobMapping
 from zomboss.program import Instr, Program
 from zomboss.results import KernelResult
-from zomboss.target import Evaluation, Mode
-from zomboss.util import MAX_INSTRUCTIONS, Lru, check_budget, check_workload_bytes
+from zomboss.target import (
+    Evaluation,
+    Mode,
+    Params,
+    ParamsKey,
+    TargetBase,
+    params_key,
+    sidecar_seed,
+    workload_key,
+)
+from zomboss.util import check_workload_bytes
 from zomboss.workload import Workload
 
 from . import export as X
-from .asm import read_program
+from .asm import parse_program
 from .bounds import Bound, lower_bound, program_bound
+from .config import DOC, PlenaConfig
+from .hwloop import min_executed
+from .instance import PlenaInstance
 from .layout import Geometry, Kernel
 from .lowering import lower
 from .mapping import library_default
+from .run import PlenaRun
 from .sampled import verify_sampled
-from .simulator import DOC, PlenaConfig, PlenaRun, min_executed, simulate
+from .simulator import simulate
 from .simulator import trace as sim_trace
 from .suite import SCHEMAS, SUITE, check_shape, data_bytes, workload
 from .timing import DEFAULT_MODES
-from .verify import PLENA_ATOL, PLENA_MIN_RATE, STRICT_STD, PlenaInstance, Verification, output_diff, verify
-
-Params = Mapping[str, int]
+from .verify import PLENA_ATOL, PLENA_MIN_RATE, STRICT_STD, Verification, output_diff, verify
 
 
-def _key(params: Params | None) -> tuple[tuple[str, int], ...]:
-    return tuple(sorted((k.lower(), int(v)) for k, v in (params or {}).items()))
-
-
-def _wl_key(wl: Workload) -> tuple[Any, ...]:
-    return (wl.id, wl.op, tuple(sorted(wl.shape.items())))
-
-
-class PlenaTarget:
+class PlenaTarget(TargetBase[PlenaConfig, PlenaInstance, Kernel]):
     name = "plena"
     doc = DOC
+    program_kind = "PLENA assembly"
     extra_seeds = 1  # VERIFIED also verifies seeds seed+1 .. seed+extra_seeds (see the module doc)
-
-    def __init__(self) -> None:
-        self._configs: dict[tuple[tuple[str, int], ...], PlenaConfig] = {}
-        self._instances = Lru(4)  # an instance of the largest FFN holds ~130 MB of inputs and images
-        self._kernels = Lru(8)
+    instances_kept = 4  # an instance of the largest FFN holds ~130 MB of inputs and images
+    lowerings_kept = 8
 
     # ---- machine and suite
-    def config(self, params: Params | None) -> PlenaConfig:
+    def make_config(self, key: ParamsKey) -> PlenaConfig:
         """The machine for these parameter overrides (KB built once per distinct set; unknown
         parameters and values that break a rule of plena.md §1 are refused with the doc's message)."""
-        key = _key(params)
-        if key not in self._configs:
-            self._configs[key] = PlenaConfig.from_params(dict(key))
-        return self._configs[key]
+        return PlenaConfig.from_params(dict(key))
 
-    def kb(self, params: Params) -> KB:
-        return self.config(params).kb
+    def make_kb(self, key: ParamsKey) -> KB:
+        return self.config(dict(key)).kb
 
     def geometry(self, params: Params) -> Geometry:
         return Geometry.from_params(self.kb(params).params)
@@ -99,12 +97,11 @@ class PlenaTarget:
         return workload(spec)
 
     # ---- the search-facing protocol
-    def instance(self, wl: Workload, params: Params, seed: int = 0) -> PlenaInstance:
+    def make_instance(self, wl: Workload, params: Params, seed: int) -> PlenaInstance:
         cfg = self.config(params)
         geo = Geometry.from_params(cfg.params)
         check_shape(wl, geo.mlen, geo.blen, geo.mram_tiles)
-        key = (_wl_key(wl), _key(params), seed)
-        return self._instances.get_or(key, lambda: PlenaInstance(wl, params, seed, cfg))
+        return PlenaInstance(wl, params, seed, cfg)
 
     def reference_mappings(self, wl: Workload, params: Params) -> dict[str, KnobMapping]:
         return {"library": library_default(self.kb(params), wl)}
@@ -114,11 +111,17 @@ class PlenaTarget:
         legality checked first."""
         if mapping is None:
             mapping = library_default(inst.cfg.kb, inst.workload)
-        key = (_wl_key(inst.workload), _key(inst.params), mapping)
-        return self._kernels.get_or(key, lambda: lower(inst.cfg.kb, mapping, inst.workload))
+        return self.lowered(inst, mapping)
 
-    def lower(self, inst: PlenaInstance, mapping: KnobMapping) -> Program:
-        return self.kernel(inst, mapping).program
+    def lowering_key(self, inst: PlenaInstance, mapping: KnobMapping) -> tuple[object, Hashable]:
+        """A kernel depends on the workload and the machine, not on the seed's inputs."""
+        return None, (workload_key(inst.workload), params_key(inst.params), mapping)
+
+    def make_lowering(self, inst: PlenaInstance, mapping: KnobMapping) -> Kernel:
+        return lower(inst.cfg.kb, mapping, inst.workload)
+
+    def program_of(self, lowered: Kernel) -> Program:
+        return lowered.program
 
     def evaluate(
         self, inst: PlenaInstance, mapping: KnobMapping, mode: Mode, *, extrapolate: bool = True
@@ -175,8 +178,8 @@ class PlenaTarget:
         return max(b, program_bound(kernel.program, self.config(params)))
 
     # ---- programs and files
-    def read_program(self, path: Path, params: Params) -> Program:
-        return read_program(self.kb(params), path)
+    def parse_program(self, kb: KB, text: str, path: str) -> Program:
+        return parse_program(kb, text, path)
 
     def trace(self, program: Program, params: Params) -> Iterator[tuple[Instr, Mapping[int, int]]]:
         """The simulator's dynamic stream (empty HBM: addresses and trip counts do not depend on data)."""
@@ -186,35 +189,16 @@ class PlenaTarget:
         """A lower bound of the instructions `program` executes (its hardware loops multiplied out)."""
         return min_executed(program, self.kb(params))
 
-    def simulate_file(self, path: Path, params: Params, max_instructions: int = MAX_INSTRUCTIONS) -> KernelResult:
-        """Check and time a program file; verify it when the export sidecar (`<file>.json`)
-        says which workload's inputs it reads and where its output lies. At most
-        `max_instructions` are executed (LimitError beyond)."""
-        path = Path(path)
-        budget = check_budget(max_instructions)
+    def run_file(self, program: Program, params: Params, budget: int) -> tuple[int, dict[str, int], dict[str, Any]]:
+        run = simulate(program, self.config(params), modes=DEFAULT_MODES, functional=False, max_instructions=budget)
+        return run.cycles["rtl"], dict(run.breakdown), _run_report(run)
+
+    def verify_file(self, program: Program, side: Path, params: Params, budget: int, t0: float) -> KernelResult:
+        """The sidecar says which workload's inputs the program reads and where its output lies."""
         cfg = self.config(params)
-        program = self.read_program(path, params)
-        side = X.sidecar_path(path)
-        t0 = time.perf_counter()
-        if not side.exists():
-            run = simulate(program, cfg, modes=DEFAULT_MODES, functional=False, max_instructions=budget)
-            return KernelResult(
-                target=self.name,
-                workload=path.name,
-                verified=None,
-                cycles=run.cycles["rtl"],
-                mapping={},
-                wall_s=time.perf_counter() - t0,
-                extra={
-                    "verify_reason": f"no sidecar {side.name}: the program's inputs and output are unknown, "
-                    "so it was checked and timed only",
-                    "breakdown": dict(run.breakdown),
-                    **_run_report(run),
-                },
-            )
         wl, layout, meta = X.read_sidecar(side)
         written_for = {k: v for k, v in (meta.get("params") or {}).items() if cfg.params.get(k) != v}
-        seed = int(meta.get("seed", 0))  # the direct-generation baseline asks for unseen seeds
+        seed = sidecar_seed(side, meta)  # the direct-generation baseline asks for unseen seeds
         try:
             inst = self.instance(wl, params, seed)
             check_workload_bytes(wl.id or wl.op, data_bytes(wl))  # it is verified: before allocating
@@ -244,20 +228,19 @@ class PlenaTarget:
             },
         )
 
-    def export(self, wl: Workload, out: Path, params: Params, mapping: KnobMapping | None = None) -> Path:
-        """Write the kernel of `mapping` (default: Candidate-0) as PLENA assembly at `out`,
-        with the layout sidecar `<out>.json` that `simulate_file` verifies against."""
-        kb = self.kb(params)
-        m = mapping if mapping is not None else library_default(kb, wl)
-        kernel = self.kernel(self.instance(wl, params), m)
+    def write_export(
+        self, inst: PlenaInstance, mapping: KnobMapping, lowered: Kernel, out: Path, params: Params
+    ) -> Path:
+        """The kernel as PLENA assembly at `out`, with the layout sidecar `<out>.json` that
+        `simulate_file` verifies against."""
         extra = {
-            "mapping": m.to_json(),
+            "mapping": mapping.to_json(),
             "verification": {
                 "seeds": list(range(self.extra_seeds + 1)),
                 "golden": "zomboss.targets.plena.golden",
             },
         }
-        return X.write(kb, wl, kernel, self.geometry(params), Path(out), extra)
+        return X.write(self.kb(params), inst.workload, lowered, self.geometry(params), out, extra)
 
     def describe(self) -> Mapping[str, Any]:
         return {

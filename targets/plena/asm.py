@@ -10,10 +10,8 @@ encodes are dropped, and a bare integer in the register slot of M_BMV/M_BTMV nam
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 from zomboss.program import Instr, Program, ProgramSyntaxError, parse_lines
-from zomboss.util import read_text
 
 REG_PREFIXES = ("gp", "f", "a")
 
@@ -128,12 +126,6 @@ def parse_program(kb, text: str, path: str = "<program>") -> Program:
                 )
         out.append(instr)
     return Program("plena", tuple(out), {"source": path})
-
-
-def read_program(kb, path: str | Path) -> Program:
-    """Read an assembly file (raises ZombossError with the reason when it cannot be read)."""
-    p = Path(path)
-    return parse_program(kb, read_text(p, "PLENA assembly"), str(p))
 
 
 def register_positions(kb, op: str) -> tuple[tuple[int, str], ...]:

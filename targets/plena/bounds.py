@@ -18,13 +18,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from zomboss.expr import cdiv
 from zomboss.program import Program
 from zomboss.workload import Workload
 
 from . import hbm as H
+from .config import PlenaConfig
 from .counts import executions
+from .decode import cost_table
 from .layout import MX_BLOCK
-from .simulator import PlenaConfig, cost_table
 
 
 @dataclass(frozen=True)
@@ -36,10 +38,6 @@ class Bound:
     @property
     def cycles(self) -> int:
         return max(self.matrix, self.vector, self.hbm)
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def macs(wl: Workload) -> int:
@@ -65,15 +63,15 @@ def vector_rows(wl: Workload, vlen: int) -> int:
     """Unavoidable VLEN-wide vector operations."""
     s = wl.shape
     if wl.op == "rmsnorm":  # square, reduce, scale per chunk
-        return 3 * s["rows"] * _cdiv(s["hidden"], vlen)
+        return 3 * s["rows"] * cdiv(s["hidden"], vlen)
     if wl.op == "softmax":  # max, subtract, exp, sum, normalise per chunk
-        return 5 * s["rows"] * _cdiv(s["cols"], vlen)
+        return 5 * s["rows"] * cdiv(s["cols"], vlen)
     if wl.op == "rope":  # two products and a sum per chunk
-        return 3 * s["rows"] * _cdiv(s["head_dim"], vlen)
+        return 3 * s["rows"] * cdiv(s["head_dim"], vlen)
     if wl.op == "ffn":  # negate, exp, +1, reciprocal, ·up, ·gate per chunk of the hidden activation
-        return 6 * s["rows"] * _cdiv(s["inter"], vlen)
+        return 6 * s["rows"] * cdiv(s["inter"], vlen)
     if wl.op == "attention":  # scale, max, subtract, exp, sum per score chunk
-        return 5 * _cdiv(_score_elems(wl), vlen)
+        return 5 * cdiv(_score_elems(wl), vlen)
     return 0
 
 
@@ -97,15 +95,15 @@ def input_bytes(wl: Workload) -> int:
         shapes = [(s["rows"], s["head_dim"])] * 3
     else:
         shapes = []
-    return sum(r * c + r * _cdiv(c, MX_BLOCK) for r, c in shapes)
+    return sum(r * c + r * cdiv(c, MX_BLOCK) for r, c in shapes)
 
 
 def lower_bound(wl: Workload, params: Mapping[str, int]) -> Bound:
     """The bound under the doc's parameters (`rtl_mac_rate`, `vlen`, `hbm_block`, `hbm_pf_blk_x100`)."""
-    matrix = _cdiv(macs(wl), params["rtl_mac_rate"])
+    matrix = cdiv(macs(wl), params["rtl_mac_rate"])
     vector = vector_rows(wl, params["vlen"])
-    blocks = _cdiv(input_bytes(wl), params["hbm_block"])
-    hbm = _cdiv(blocks * params["hbm_pf_blk_x100"], 100)
+    blocks = cdiv(input_bytes(wl), params["hbm_block"])
+    hbm = cdiv(blocks * params["hbm_pf_blk_x100"], 100)
     return Bound(matrix, vector, hbm)
 
 

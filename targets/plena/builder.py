@@ -36,7 +36,7 @@ class Structure:
     instruction stream, and so its digest, is unchanged): the mnemonics it uses and the
     program as a nest of instructions and unrolled regions (`program.Loop`s whose copies with
     equal keys are the same instructions up to the immediates that set address registers, so
-    a timing model may extrapolate over runs of them: `simulator._Steady`). It describes `instrs` only: a
+    a timing model may extrapolate over runs of them: `run._Steady`). It describes `instrs` only: a
     program rebuilt around other instructions (a test's mutation) has none (`structure`)."""
 
     instrs: tuple[Instr, ...] = field(repr=False)

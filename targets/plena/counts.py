@@ -2,12 +2,11 @@
 
 PLENA has no branches besides hardware loops (C_LOOP_START n … C_LOOP_END), so how often
 each instruction runs is the product of the trip counts of the loops around it. Tests pin
-the reference's instruction-count formulas against these counts in milliseconds.
+the reference's instruction-count formulas against these counts (per mnemonic:
+`tests/targets/plena/conftest.dynamic_counts`) in milliseconds.
 """
 
 from __future__ import annotations
-
-from collections import Counter
 
 from zomboss.errors import ZombossError
 from zomboss.program import Program
@@ -35,11 +34,3 @@ def executions(program: Program) -> list[int]:
     if stack:
         raise ZombossError(f"unclosed hardware loop on gp{stack[-1][0]}")
     return out
-
-
-def dynamic_counts(program: Program) -> Counter[str]:
-    """Executed count per mnemonic."""
-    c: Counter[str] = Counter()
-    for ins, n in zip(program.instrs, executions(program), strict=True):
-        c[ins.op] += n
-    return c

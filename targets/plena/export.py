@@ -20,6 +20,7 @@ from typing import Any
 from zomboss.errors import ZombossError
 from zomboss.knowledge import KB
 from zomboss.program import Program
+from zomboss.target import sidecar_path, sidecar_seed
 from zomboss.util import read_json
 from zomboss.workload import Workload
 
@@ -28,11 +29,6 @@ from .layout import Geometry, Kernel, KernelLayout
 
 SIDECAR_FORMAT = "zomboss-plena-kernel/1"
 _PREFIX = {"gp": "gp", "f": "f", "a": "a"}
-
-
-def sidecar_path(asm_path: Path) -> Path:
-    """`kernel.asm` -> `kernel.asm.json`."""
-    return asm_path.with_name(asm_path.name + ".json")
 
 
 def program_text(kb: KB, program: Program, header: str = "") -> str:
@@ -115,9 +111,7 @@ def read_sidecar(path: Path) -> tuple[Workload, KernelLayout, dict[str, Any]]:
         wl = Workload(id=str(w["id"]), op=str(w["op"]), shape={k: int(v) for k, v in w["shape"].items()})
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise ZombossError(f"{path}: malformed workload entry ({type(e).__name__}: {e})") from None
-    seed = data.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 1 << 63:
-        raise ZombossError(f"{path}: 'seed' must be an integer in 0..2^63-1, not {seed!r}")
+    sidecar_seed(path, data)
     try:
         layout = KernelLayout.from_json(data.get("layout", {}))
     except (KeyError, TypeError, ValueError, AttributeError) as e:

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from zomboss.errors import WorkloadError
+from zomboss.expr import cdiv
 from zomboss.knowledge import KB
 from zomboss.mapping import KnobMapping
 from zomboss.workload import Workload
@@ -34,7 +35,6 @@ from .builder import IMM18, Asm
 from .layout import Allocator, Geometry, HbmTensor, Kernel, VramTensor
 from .mapping import check
 from .suite import check_shape
-from .templates import cdiv
 
 # -- linear -------------------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
-"""PLENA's configuration, architectural state and the shared vocabulary of its semantic tables.
+"""PLENA's architectural state and the shared vocabulary of its semantic tables.
 
-`PlenaConfig` is the machine the doc's parameters describe (evaluated by the KB); `Machine` holds one run's state (VRAM rows of BF16 values as float32, MRAM tiles, FP/INT
+`Machine` holds one run's state (VRAM rows of BF16 values as float32, MRAM tiles, FP/INT
 SRAMs, the matrix accumulators, registers and CSRs, the HBM image) and the address checks
 every family uses. Each instruction family has a table (`sem_matrix`, `sem_vector`,
 `sem_scalar`, `sem_dma`, `sem_control`) mapping a mnemonic to its `Semantics`: a decoder
@@ -12,82 +12,19 @@ instruction that only moves or computes data). Decoders register themselves with
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from zomboss.knowledge import KB, load_kb
 from zomboss.program import Instr
 
 from . import hbm as H
+from .config import PlenaConfig
 
-DOC = Path(__file__).with_name("plena.md")
 MASK32 = 0xFFFFFFFF
 
 Runner = Callable[[], int | None]  # executes one static instruction; returns a jump target or None
-
-
-@dataclass(frozen=True)
-class PlenaConfig:
-    """The machine the simulator models: the doc's parameters, evaluated by the KB."""
-
-    kb: KB = field(repr=False, compare=False)
-    mlen: int
-    vlen: int
-    blen: int
-    hlen: int
-    broadcast: int
-    pf_m: int
-    pf_v: int
-    wb_v: int
-    mram_tiles: int
-    vram_rows: int
-    fpsram_size: int
-    intsram_size: int
-    max_loop_instructions: int
-    bmm_scale: float
-    mx_block: int
-    mx_ratio: int
-    hbm_block: int
-
-    @property
-    def params(self) -> Mapping[str, int]:
-        return self.kb.params
-
-    @classmethod
-    def from_params(cls, params: Mapping[str, int] | None = None, *, doc: Path = DOC) -> PlenaConfig:
-        """From parameter overrides (`{"mlen": 16}`) or a full parameter mapping such as
-        `KB.params`; only values that differ from the doc's defaults become overrides."""
-        base = load_kb(doc)
-        over = {k.lower(): int(v) for k, v in (params or {}).items()}
-        over = {k: v for k, v in over.items() if base.params.get(k) != v}
-        return cls.from_kb(load_kb(doc, over) if over else base)
-
-    @classmethod
-    def from_kb(cls, kb: KB) -> PlenaConfig:
-        p = kb.params
-        return cls(
-            kb=kb,
-            mlen=p["mlen"],
-            vlen=p["vlen"],
-            blen=p["blen"],
-            hlen=p["hlen"],
-            broadcast=p["broadcast"],
-            pf_m=p["hbm_m_prefetch"],
-            pf_v=p["hbm_v_prefetch"],
-            wb_v=p["hbm_v_writeback"],
-            mram_tiles=p["mram_tiles"],
-            vram_rows=p["vram_rows"],
-            fpsram_size=p["fpsram_size"],
-            intsram_size=p["intsram_size"],
-            max_loop_instructions=p["max_loop_instructions"],
-            bmm_scale=p["bmm_scale_num"] / p["bmm_scale_den"],
-            mx_block=p["mx_block"],
-            mx_ratio=p["mx_ratio"],
-            hbm_block=p["hbm_block"],
-        )
 
 
 class Fault(Exception):

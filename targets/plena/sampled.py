@@ -29,11 +29,12 @@ from zomboss.verify import sample_blocks, sample_json
 from zomboss.workload import Workload
 
 from . import hbm as H
+from .config import PlenaConfig
 from .layout import MX_BLOCK, Geometry, Kernel, KernelLayout
 from .lowering import Block, LinearPlan, linear_plan, lower_slice
 from .mapping import check
 from .numerics import bf16_round, mx_dequantize, mx_quantize
-from .simulator import PlenaConfig, simulate
+from .simulator import simulate
 from .suite import check_shape
 from .verify import expected, plena_gate, slack, strict_gate
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from zomboss.errors import WorkloadError
+from zomboss.expr import cdiv
 
 from .builder import Asm
 from .layout import Geometry, HbmTensor, VramTensor
@@ -29,10 +30,6 @@ FP_ONE = 5
 FP_STATE = 10  # online-softmax state: m [MLEN], m_res [MLEN], l [MLEN] (plena.md §8 `fp_state`)
 RMS_EPS = 1e-6
 PROJ_REGS = (1, 2, 3, 4, 5, 6, 7, 8, 9)  # act, mat, result, 3 loop counters, 3 loop bases (the compiler's 9)
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def softmax_scale(cols: int) -> float:

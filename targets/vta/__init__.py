@@ -1,16 +1,16 @@
 """The VTA target: suite, lowering template and Candidate-0 in Python; everything else —
 legality, the functional simulator, timing, the mapping spaces — comes from vta.md through
-the core's doc-driven target (`zomboss.doc_target`, `zomboss.generic_sim`)."""
+the core's doc-driven target (`zomboss.target.DocTarget`, `zomboss.machine.GenericSim`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from zomboss.knowledge import KB
 from zomboss.mapping import KnobMapping
 from zomboss.program import Program
-from zomboss.target import DocInstance, DocTarget
+from zomboss.target import DocInstance, DocTarget, Params
 from zomboss.workload import Workload
 
 from . import export as X
@@ -26,8 +26,8 @@ class VtaTarget(DocTarget):
     def suite(self) -> Sequence[Workload]:
         return SUITE
 
-    def make_instance(self, kb: KB, wl: Workload, params: Mapping[str, int], seed: int) -> DocInstance:
-        return make_instance(kb, wl, dict(params), seed)
+    def make_instance(self, wl: Workload, params: Params, seed: int) -> DocInstance:
+        return make_instance(self.kb(params), wl, dict(params), seed)
 
     def lower_mapping(self, kb: KB, inst: DocInstance, m: KnobMapping) -> Program:
         return lower(kb, inst, m)

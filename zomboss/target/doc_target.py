@@ -1,7 +1,7 @@
-"""A target whose simulator is generated from its ISA doc (`zomboss.generic_sim`).
+"""A target whose simulator is generated from its ISA doc (`zomboss.machine.GenericSim`).
 
-`DocTarget` implements the whole `zomboss.target.Target` protocol — KB, instances, the three
-evaluation modes, bounds, program files, `simulate_file` with an export sidecar — so that a
+`DocTarget` implements the rest of the `zomboss.target.Target` protocol on `TargetBase` (the
+three evaluation modes, bounds, running program files with an export sidecar) so that a
 machine described by its doc needs only: its suite and workload schemas, its inputs and NumPy
 reference (`make_instance`), a lowering template (`lower_mapping`), Candidate-0
 (`library_mapping`) and, for `export`, its native encoding (`write_native`).
@@ -22,18 +22,17 @@ from typing import Any
 
 import numpy as np
 
-from zomboss.errors import WorkloadError, ZombossError
-from zomboss.knowledge import KB, load_kb
+from zomboss.errors import WorkloadError
+from zomboss.knowledge import KB
 from zomboss.legality import parse_program
 from zomboss.machine import GenericSim, Memories, Run
 from zomboss.mapping import KnobMapping, space
 from zomboss.program import Instr, Program
 from zomboss.results import KernelResult
-from zomboss.target.protocol import Evaluation, Mode
-from zomboss.util import MAX_INSTRUCTIONS, Lru, check_budget, load_json, read_text
+from zomboss.target.base import SidecarError, TargetBase, read_sidecar, sidecar_path, sidecar_seed
+from zomboss.target.protocol import Evaluation, Mode, Params, params_key
+from zomboss.util import MAX_INSTRUCTIONS
 from zomboss.workload import OpSchema, Workload, parse_spec
-
-Params = Mapping[str, int]
 
 
 @dataclass(frozen=True, eq=False)
@@ -50,29 +49,18 @@ class DocInstance:
     layout: Mapping[str, int] = field(default_factory=dict)  # region -> byte offset (lowering and sidecar)
 
 
-def _key(params: Params | None) -> tuple[tuple[str, int], ...]:
-    return tuple(sorted((k.lower(), int(v)) for k, v in (params or {}).items()))
-
-
-class DocTarget:
+class DocTarget(TargetBase[KB, DocInstance, Program]):
     """The protocol implemented once for doc-driven machines (subclasses add the hooks)."""
 
-    name = ""
-    doc = Path()
     schemas: Mapping[str, OpSchema] = {}
     external = "dram"
 
     def __init__(self) -> None:
-        self._kbs: dict[Any, KB] = {}
+        super().__init__()
         self._sims: dict[str, GenericSim] = {}
-        self._instances = Lru(8)
-        self._programs = Lru(16)
 
-    # ---- hooks ------------------------------------------------------------------------------
+    # ---- hooks of a doc-driven machine --------------------------------------------------------
     def suite(self) -> Sequence[Workload]:
-        raise NotImplementedError
-
-    def make_instance(self, kb: KB, wl: Workload, params: Params, seed: int) -> DocInstance:
         raise NotImplementedError
 
     def lower_mapping(self, kb: KB, inst: DocInstance, m: KnobMapping) -> Program:
@@ -88,12 +76,6 @@ class DocTarget:
         return []
 
     # ---- machine and suite --------------------------------------------------------------------
-    def kb(self, params: Params) -> KB:
-        key = _key(params)
-        if key not in self._kbs:
-            self._kbs[key] = load_kb(self.doc, dict(key))
-        return self._kbs[key]
-
     def sim(self, kb: KB) -> GenericSim:
         if kb.digest not in self._sims:
             self._sims[kb.digest] = GenericSim(kb)
@@ -110,18 +92,16 @@ class DocTarget:
         return parse_spec(spec, self.schemas)
 
     # ---- the search-facing protocol ------------------------------------------------------------
-    def instance(self, wl: Workload, params: Params, seed: int = 0) -> DocInstance:
-        key = (wl.id, wl.op, tuple(sorted(wl.shape.items())), _key(params), seed)
-        return self._instances.get_or(key, lambda: self.make_instance(self.kb(params), wl, params, seed))
-
     def reference_mappings(self, wl: Workload, params: Params) -> dict[str, KnobMapping]:
         return {"library": self.library_mapping(self.kb(params), wl)}
 
-    def lower(self, inst: DocInstance, mapping: KnobMapping) -> Program:
+    def make_lowering(self, inst: DocInstance, mapping: KnobMapping) -> Program:
         kb = self.kb(inst.params)
         space(kb, inst.workload.op).check(kb, mapping, inst.workload.shape)  # IllegalMapping names the constraint
-        key = (id(inst), mapping)
-        return self._programs.get_or(key, lambda: self.lower_mapping(kb, inst, mapping))
+        return self.lower_mapping(kb, inst, mapping)
+
+    def program_of(self, lowered: Program) -> Program:
+        return lowered
 
     def _memories(self, kb: KB, inst: DocInstance, program: Program) -> Memories:
         mem = Memories(kb, {self.external: len(inst.image)})
@@ -180,9 +160,8 @@ class DocTarget:
         return max(b, max(run.schedule.busy.values(), default=0))
 
     # ---- programs and files ---------------------------------------------------------------------
-    def read_program(self, path: Path, params: Params) -> Program:
-        path = Path(path)
-        return parse_program(self.kb(params), read_text(path), str(path))
+    def parse_program(self, kb: KB, text: str, path: str) -> Program:
+        return parse_program(kb, text, path)
 
     def trace(self, program: Program, params: Params) -> Iterator[tuple[Instr, Mapping[int, int]]]:
         return self.sim(self.kb(params)).trace(program.instrs)
@@ -190,34 +169,21 @@ class DocTarget:
     def min_instructions(self, program: Program, params: Params) -> int:
         return len(program.instrs) + len(self.sim(self.kb(params)).end)
 
-    @staticmethod
-    def sidecar_path(path: Path) -> Path:
-        return Path(str(path) + ".json")
+    def run_file(self, program: Program, params: Params, budget: int) -> tuple[int, dict[str, int], dict[str, Any]]:
+        run = self.sim(self.kb(params)).run(program.instrs, check=True, max_instructions=budget)
+        return run.cycles, dict(run.schedule.breakdown), self._report(run, program)
 
-    def simulate_file(self, path: Path, params: Params, max_instructions: int = MAX_INSTRUCTIONS) -> KernelResult:
-        """Check and time a program file; verify it when its sidecar (`<file>.json`, written
-        by `export`) names the workload, the seed and the bytes the lowering added."""
-        path = Path(path)
-        budget = check_budget(max_instructions)
-        program = self.read_program(path, params)
-        side = self.sidecar_path(path)
-        t0 = time.perf_counter()
-        if not side.exists():
-            run = self.sim(self.kb(params)).run(program.instrs, check=True, max_instructions=budget)
-            return KernelResult(
-                self.name, path.name, None, run.cycles, {}, wall_s=time.perf_counter() - t0,
-                extra={"verify_reason": f"no sidecar {side.name}: inputs and output unknown, checked and timed only",
-                       "breakdown": dict(run.schedule.breakdown), **self._report(run, program)},
-            )  # fmt: skip
-        meta = load_json(read_text(side, "a sidecar"), str(side))
-        if not isinstance(meta, dict) or not isinstance(meta.get("workload"), str):
-            raise ZombossError(f"{side}: a sidecar is a JSON object with 'workload', 'seed' and 'dram'")
+    def verify_file(self, program: Program, side: Path, params: Params, budget: int, t0: float) -> KernelResult:
+        """The sidecar names the workload, the seed and the bytes the lowering added."""
+        meta = read_sidecar(side)
+        if not isinstance(meta["workload"], str):
+            raise SidecarError(f"{side}: a sidecar is a JSON object with 'workload', 'seed' and 'dram'")
         try:
             wl = self.workload(meta["workload"])
             dram = [(int(o), bytes.fromhex(str(h))) for o, h in meta.get("dram", [])]
         except (ValueError, TypeError) as e:
-            raise ZombossError(f"{side}: {e}") from None
-        inst = self.instance(wl, params, int(meta.get("seed", 0)))
+            raise SidecarError(f"{side}: {e}") from None
+        inst = self.instance(wl, params, sidecar_seed(side, meta))
         program = Program(program.target, program.instrs, {"dram": dram})
         run, verified = self._run(inst, program, Mode.VERIFIED, budget)
         return KernelResult(
@@ -226,26 +192,24 @@ class DocTarget:
             extra={"breakdown": dict(run.schedule.breakdown), **self._report(run, program)},
         )  # fmt: skip
 
-    def export(self, wl: Workload, out: Path, params: Params, mapping: KnobMapping | None = None) -> Path:
+    def write_export(
+        self, inst: DocInstance, mapping: KnobMapping, lowered: Program, out: Path, params: Params
+    ) -> Path:
         """The program text at `out`, the lowering's bytes and the workload in `<out>.json`,
         and the machine's native encoding next to it (`write_native`)."""
-        kb = self.kb(params)
-        m = mapping if mapping is not None else self.library_mapping(kb, wl)
-        program = self.lower(self.instance(wl, params), m)
-        out = Path(out)
-        out.write_text("".join(i.text() + "\n" for i in program.instrs))
-        files = [p.name for p in self.write_native(kb, program, out)]
+        out.write_text("".join(i.text() + "\n" for i in lowered.instrs))
+        files = [p.name for p in self.write_native(self.kb(params), lowered, out)]
         side = {
             "target": self.name,
-            "workload": wl.id,
+            "workload": inst.workload.id,
             "seed": 0,
-            "params": dict(_key(params)),
-            "mapping": m.to_json(),
-            "dram": [[o, bytes(d).hex()] for o, d in program.meta.get("dram", ())],  # type: ignore[attr-defined]
-            "layout": dict(self.instance(wl, params).layout),
+            "params": dict(params_key(params)),
+            "mapping": mapping.to_json(),
+            "dram": [[o, bytes(d).hex()] for o, d in lowered.meta.get("dram", ())],  # type: ignore[attr-defined]
+            "layout": dict(inst.layout),
             "native": files,
         }
-        self.sidecar_path(out).write_text(json.dumps(side, indent=1))
+        sidecar_path(out).write_text(json.dumps(side, indent=1))
         return out
 
     def describe(self) -> Mapping[str, Any]:

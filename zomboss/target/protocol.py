@@ -21,7 +21,15 @@ from zomboss.program import Instr, Program
 from zomboss.results import KernelResult
 from zomboss.workload import Workload
 
-Params = Mapping[str, int]
+Params = Mapping[str, int]  # doc parameter overrides (`--param NAME=VALUE`)
+ParamsKey = tuple[tuple[str, int], ...]
+
+
+def params_key(params: Params | None) -> ParamsKey:
+    """The hashable identity of parameter overrides (names lower-cased, sorted): what every
+    per-parameters cache is keyed by."""
+    return tuple(sorted((k.lower(), int(v)) for k, v in (params or {}).items()))
+
 
 # The parts of a kernel's cycles every timing model reports (they sum to `cycles`).
 BREAKDOWN_KEYS = ("compute", "memory", "stall", "overhead")

@@ -16,11 +16,8 @@ from zomboss.targets.gemmini.platform import ConvCall, MatmulCall  # the call re
 from zomboss.targets.gemmini.tiling import ConvTiling, MatmulTiling, conv_tiling, matmul_tiling
 
 from zomboss.errors import WorkloadError
+from zomboss.expr import cdiv
 from zomboss.program import Instr
-
-
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def tiled_matmul_auto(call: MatmulCall, cfg: GemminiConfig, tiling: MatmulTiling | None = None) -> list[Instr]:
@@ -29,7 +26,7 @@ def tiled_matmul_auto(call: MatmulCall, cfg: GemminiConfig, tiling: MatmulTiling
         raise WorkloadError("tiled_matmul_auto: WS matmul with both A and B transposed is not implemented (gemmini.h)")
     dim = cfg.dim
     t = tiling or matmul_tiling(call.dim_i, call.dim_j, call.dim_k, cfg)
-    ipad, jpad, kpad = (_cdiv(x, dim) * dim for x in (call.dim_i, call.dim_j, call.dim_k))
+    ipad, jpad, kpad = (cdiv(x, dim) * dim for x in (call.dim_i, call.dim_j, call.dim_k))
     last_i = t.tile_i if ipad % (t.tile_i * dim) == 0 else (ipad // dim) % t.tile_i
     last_j = t.tile_j if jpad % (t.tile_j * dim) == 0 else (jpad // dim) % t.tile_j
     last_k = t.tile_k if kpad % (t.tile_k * dim) == 0 else (kpad // dim) % t.tile_k
@@ -153,9 +150,9 @@ def tiled_conv_auto(call: ConvCall, cfg: GemminiConfig, tiling: ConvTiling | Non
     pool_out_row = (out_row + 2 * pool_padding - pool_size) // pool_stride + 1
     pool_out_col = (out_col + 2 * pool_padding - pool_size) // pool_stride + 1
     batches, porows, pocols, pochs, krows, kcols, kchs = t.args
-    n_kch, n_poch = _cdiv(call.in_ch, kchs), _cdiv(call.out_ch, pochs)
-    n_b, n_porow, n_pocol = _cdiv(call.batch, batches), _cdiv(pool_out_row, porows), _cdiv(pool_out_col, pocols)
-    n_krow, n_kcol = _cdiv(kdim, krows), _cdiv(kdim, kcols)
+    n_kch, n_poch = cdiv(call.in_ch, kchs), cdiv(call.out_ch, pochs)
+    n_b, n_porow, n_pocol = cdiv(call.batch, batches), cdiv(pool_out_row, porows), cdiv(pool_out_col, pocols)
+    n_krow, n_kcol = cdiv(kdim, krows), cdiv(kdim, kcols)
     b_reuse = n_kch * n_poch * n_krow * n_kcol <= 2
     a_reuse = n_kch * n_krow * n_kcol * n_b * n_porow * n_pocol <= 2
     for b in range(0, call.batch, batches):

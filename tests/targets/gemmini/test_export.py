@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 from zomboss.targets.gemmini import TARGET
-from zomboss.targets.gemmini.export import c_source, program_text, sidecar_path
+from zomboss.targets.gemmini.export import c_source, program_text
 
 from zomboss.mapping import space
 from zomboss.program import Program
+from zomboss.target import sidecar_path
 
 from .conftest import library_program
 

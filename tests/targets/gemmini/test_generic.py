@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from zomboss.targets.gemmini import TARGET
 from zomboss.targets.gemmini import generic as G
+from zomboss.targets.gemmini.asm import acc_addr
 from zomboss.targets.gemmini.config import DOC, GemminiConfig
 from zomboss.targets.gemmini.dram import Dram
-from zomboss.targets.gemmini.isa import acc_addr
 from zomboss.targets.gemmini.numerics import f32_bits
 from zomboss.targets.gemmini.presets import DEFAULT_PRESET, get_preset
 from zomboss.targets.gemmini.simulator import simulate

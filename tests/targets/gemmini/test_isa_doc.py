@@ -5,9 +5,9 @@ is the doc's parameters and local-address layout, and the simulator refuses ever
 from __future__ import annotations
 
 import pytest
-from zomboss.targets.gemmini.config import GemminiConfig, overrides_of
-from zomboss.targets.gemmini.isa import ACCUMULATE, IS_ACC, READ_FULL, operands, queues
-from zomboss.targets.gemmini.simulator import DOC, simulate
+from zomboss.targets.gemmini.asm import ACCUMULATE, IS_ACC, READ_FULL, operands, queues
+from zomboss.targets.gemmini.config import DOC, GemminiConfig, overrides_of
+from zomboss.targets.gemmini.simulator import simulate
 
 from zomboss.errors import IllegalProgram
 from zomboss.knowledge import load_kb

@@ -5,7 +5,7 @@ next as in the DOSA binaries (a tiled run right after its layer's library run)."
 from __future__ import annotations
 
 import pytest
-from zomboss.targets.gemmini.isa import acc_addr
+from zomboss.targets.gemmini.asm import acc_addr
 from zomboss.targets.gemmini.llc import Llc
 from zomboss.targets.gemmini.presets import DEFAULT_PRESET, FIRESIM_F1_LLC_CACHE, get_preset
 from zomboss.targets.gemmini.simulator import simulate

@@ -21,6 +21,7 @@ from zomboss.targets.gemmini.mapping import exo_style, library_default
 from zomboss.targets.gemmini.presets import CURRENT_LIBRARY
 from zomboss.targets.gemmini.simulator import simulate
 
+from zomboss.expr import cdiv
 from zomboss.mapping import IllegalMapping, KnobMapping, space
 from zomboss.program import Instr
 from zomboss.target import Mode
@@ -38,10 +39,6 @@ CFG = TARGET.config(PARAMS)
 D = CFG.dim
 KB = CFG.kb()
 ORDERS = space(KB, "matmul").knob("order").values
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
 
 
 def run(wl: Workload, m: KnobMapping) -> bool:

@@ -14,7 +14,6 @@ import pytest
 from zomboss.targets.gemmini import TARGET, platform
 from zomboss.targets.gemmini.config import GemminiConfig, machine_kb
 from zomboss.targets.gemmini.instance import ConvBuffers, MatmulBuffers
-from zomboss.targets.gemmini.kernels import run
 from zomboss.targets.gemmini.lowering import lower
 from zomboss.targets.gemmini.mapping import library_default
 from zomboss.targets.gemmini.presets import (
@@ -26,6 +25,7 @@ from zomboss.targets.gemmini.presets import (
     get_preset,
 )
 from zomboss.targets.gemmini.simulator import simulate
+from zomboss.targets.gemmini.verify import run
 
 from zomboss.mapping import IllegalMapping, space
 from zomboss.program import Instr, Program

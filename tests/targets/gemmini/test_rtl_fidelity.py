@@ -8,7 +8,7 @@ DOSA FireSim platform, `presets.DOSA_RTL`); both have the same ReservationStatio
 from __future__ import annotations
 
 import pytest
-from zomboss.targets.gemmini.isa import acc_addr
+from zomboss.targets.gemmini.asm import acc_addr
 from zomboss.targets.gemmini.presets import DEFAULT_PRESET, get_preset
 from zomboss.targets.gemmini.simulator import simulate
 from zomboss.targets.gemmini.timing import dma_packets

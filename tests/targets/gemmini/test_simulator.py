@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from zomboss.targets.gemmini.asm import UnknownInstruction, acc_addr
 from zomboss.targets.gemmini.dram import Dram
-from zomboss.targets.gemmini.isa import UnknownInstruction, acc_addr
 from zomboss.targets.gemmini.numerics import f32_bits, rounding_right_shift, sat8, scale_and_sat, scale_sat8
 from zomboss.targets.gemmini.simulator import dynamic_stream, simulate
 

@@ -11,14 +11,14 @@ import json
 from pathlib import Path
 
 import pytest
-from zomboss.targets.gemmini import TARGET, SidecarError
-from zomboss.targets.gemmini.export import program_text, sidecar_path
+from zomboss.targets.gemmini import TARGET
+from zomboss.targets.gemmini.export import program_text
 
 from zomboss.app import main
 from zomboss.errors import ZombossError
 from zomboss.mapping import space
 from zomboss.program import Instr, Program, ProgramSyntaxError
-from zomboss.target import Mode, get_target
+from zomboss.target import Mode, SidecarError, get_target, sidecar_path
 from zomboss.verify import default_result
 
 

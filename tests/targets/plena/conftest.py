@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Mapping
 
 import pytest
 from zomboss.targets.plena.asm import parse_program
-from zomboss.targets.plena.simulator import PlenaConfig, PlenaRun, simulate
+from zomboss.targets.plena.config import PlenaConfig
+from zomboss.targets.plena.counts import executions
+from zomboss.targets.plena.run import PlenaRun
+from zomboss.targets.plena.simulator import simulate
+
+from zomboss.program import Program
 
 
 @pytest.fixture(scope="session")
@@ -36,3 +42,11 @@ def run(cfg: PlenaConfig) -> Callable[..., PlenaRun]:
         return simulate(parse_program(c.kb, asm, "test.asm"), c, **kw)
 
     return _run
+
+
+def dynamic_counts(program: Program) -> Counter[str]:
+    """Executed count per mnemonic."""
+    c: Counter[str] = Counter()
+    for ins, n in zip(program.instrs, executions(program), strict=True):
+        c[ins.op] += n
+    return c

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from zomboss.targets.plena.asm import parse_program, read_program, register_positions
+from zomboss.targets.plena import TARGET
+from zomboss.targets.plena.asm import parse_program, register_positions
 
 from zomboss.errors import ZombossError
 from zomboss.program import ProgramSyntaxError
@@ -69,15 +70,15 @@ def test_bad_programs_are_refused_with_a_location(cfg, text: str, message: str) 
     assert message in str(e.value)
 
 
-def test_read_program_reports_unreadable_files(cfg, tmp_path) -> None:
+def test_read_program_reports_unreadable_files(tmp_path) -> None:
     p = tmp_path / "k.asm"
     p.write_text("S_ADDI_INT gp1, gp0, 3\n")
-    assert read_program(cfg.kb, p).instrs[0].args == (1, 0, 3)
+    assert TARGET.read_program(p, {}).instrs[0].args == (1, 0, 3)
     with pytest.raises(ZombossError, match="cannot read"):
-        read_program(cfg.kb, tmp_path / "missing.asm")
+        TARGET.read_program(tmp_path / "missing.asm", {})
     (tmp_path / "bin.asm").write_bytes(b"\xff\xfe")
     with pytest.raises(ZombossError, match="not UTF-8"):
-        read_program(cfg.kb, tmp_path / "bin.asm")
+        TARGET.read_program(tmp_path / "bin.asm", {})
 
 
 def test_register_positions(cfg) -> None:

@@ -12,9 +12,10 @@ import math
 
 import pytest
 from zomboss.targets.plena import TARGET
-from zomboss.targets.plena.counts import dynamic_counts, executions
+from zomboss.targets.plena.counts import executions
 from zomboss.targets.plena.suite import SUITE, workload
 
+from tests.targets.plena.conftest import dynamic_counts
 from zomboss.target import Mode
 
 G = TARGET.geometry({})

@@ -10,12 +10,13 @@ from pathlib import Path
 import pytest
 from zomboss.targets.plena import TARGET
 from zomboss.targets.plena.asm import parse_program
-from zomboss.targets.plena.export import program_text, read_sidecar, sidecar_path
+from zomboss.targets.plena.export import program_text, read_sidecar
 from zomboss.targets.plena.suite import SUITE, workload
 
 from zomboss.errors import ZombossError
 from zomboss.mapping import space
 from zomboss.program import Instr, Program
+from zomboss.target import sidecar_path
 from zomboss.verify import default_result
 
 REG = re.compile(r"^(gp(1[0-5]|[0-9])|f[0-7]|a[0-7])$")

@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from zomboss.targets.plena import TARGET
 from zomboss.targets.plena.asm import parse_program
-from zomboss.targets.plena.machine import DOC
-from zomboss.targets.plena.simulator import PlenaConfig, simulate
+from zomboss.targets.plena.config import DOC, PlenaConfig
+from zomboss.targets.plena.simulator import simulate
 from zomboss.targets.plena.suite import SUITE
 from zomboss.targets.plena.verify import check_output
 

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from zomboss.targets.plena import TARGET
-from zomboss.targets.plena.counts import dynamic_counts
 
+from tests.targets.plena.conftest import dynamic_counts
 from zomboss.mapping import IllegalMapping, KnobMapping, MappingError, space
 from zomboss.target import Mode
 

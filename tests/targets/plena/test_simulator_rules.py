@@ -7,7 +7,9 @@ import time
 
 import pytest
 from zomboss.targets.plena.asm import parse_program
-from zomboss.targets.plena.simulator import DOC, min_executed, simulate, trace
+from zomboss.targets.plena.config import DOC
+from zomboss.targets.plena.hwloop import min_executed
+from zomboss.targets.plena.simulator import simulate, trace
 
 from zomboss.errors import IllegalProgram
 from zomboss.knowledge import load_kb

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 from zomboss.targets.plena import TARGET
 from zomboss.targets.plena.asm import parse_program
 from zomboss.targets.plena.builder import structure
-from zomboss.targets.plena.simulator import PlenaRun, simulate
+from zomboss.targets.plena.run import PlenaRun
+from zomboss.targets.plena.simulator import simulate
 
 from zomboss.mapping import KnobMapping, space
 from zomboss.program import Loop, Program

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 from zomboss.targets.plena import TARGET
 from zomboss.targets.plena.asm import parse_program
-from zomboss.targets.plena.counts import dynamic_counts
-from zomboss.targets.plena.simulator import SEMANTICS, simulate
+from zomboss.targets.plena.decode import SEMANTICS
+from zomboss.targets.plena.simulator import simulate
 
+from tests.targets.plena.conftest import dynamic_counts
 from zomboss.errors import IllegalProgram, WorkloadError, ZombossError
 from zomboss.mapping import space
 from zomboss.target import BREAKDOWN_KEYS, Mode, get_target

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from zomboss.targets.plena import TARGET
 from zomboss.targets.plena import hbm as H
-from zomboss.targets.plena.asm import read_program
 from zomboss.targets.plena.simulator import simulate
 from zomboss.targets.plena.timing import TimingError
 
@@ -44,7 +44,7 @@ DMA_OPS = ("H_PREFETCH_M", "H_PREFETCH_V", "H_STORE_V")
 
 
 def test_hand_written_kernel_matches_table_sums(cfg) -> None:
-    prog = read_program(cfg.kb, DATA / "timing_mix.asm")
+    prog = TARGET.read_program(DATA / "timing_mix.asm", {})
     h = H.Hbm()
     rng = np.random.default_rng(5)
     H.place_mx_tensor(h, 0, rng.standard_normal((64, 64)))

@@ -11,7 +11,7 @@ with those sizings. The other members stay reachable by knob edits (guides refin
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from zomboss import expr as ex
@@ -175,8 +175,9 @@ def build_pool(
 
 
 _Screen = dict[tuple[tuple[str, str], ...], Sizing | None]
-_SCREENS = Lru(4)  # (space id, shape, limit) -> (space, screen): a process sizes a workload's pool again
+# (space id, shape, limit) -> (space, screen): a process sizes a workload's pool again
 # (a rerun, a test, the exhaustive search after the guided one) without screening it again
+_SCREENS: Lru[Hashable, tuple[Space, _Screen]] = Lru(4)
 
 
 def _past(deadline: float | None) -> bool:

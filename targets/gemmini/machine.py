@@ -13,9 +13,9 @@ guards here only stop numpy from silently clipping an access the rules should ha
 from __future__ import annotations
 
 import numpy as np
+from zomboss.targets.gemmini.asm import ACCUMULATE, GARBAGE, IS_ACC, MVINS, READ_FULL
 from zomboss.targets.gemmini.config import GemminiConfig
 from zomboss.targets.gemmini.dram import Dram
-from zomboss.targets.gemmini.isa import ACCUMULATE, GARBAGE, IS_ACC, MVINS, READ_FULL
 from zomboss.targets.gemmini.numerics import (
     ONE_F32_BITS,
     acc_readout,

@@ -1,4 +1,4 @@
-"""Gemmini's program text form: mnemonics, operand order, queues, and the local-address flags.
+"""Gemmini's program text form: reading it, mnemonics, operand order, queues, and the local-address flags.
 
 The operand order is the contract shared by the Gemmini modules, read from the ISA doc's `instr`
 signatures: field-level operands, i.e. what `gemmini.h` packs into rs1/rs2. Signatures and units
@@ -14,7 +14,8 @@ import functools
 from zomboss.targets.gemmini.config import machine_kb
 
 from zomboss.errors import ZombossError
-from zomboss.program import Instr
+from zomboss.knowledge import KB
+from zomboss.program import Instr, Program, ProgramSyntaxError, parse_lines
 
 # --- local address flags (reference §2.1; `layout local_addr` in the doc: bits 31, 30, 29 in
 # every configuration, checked against the layout by tests/targets/gemmini/test_isa_doc.py) --
@@ -64,3 +65,20 @@ def check_shape(ins: Instr) -> None:
         raise UnknownInstruction(
             f"line {ins.line}: {ins.op} takes {len(names)} operand(s) ({', '.join(names)}), got {len(ins.args)}"
         )
+
+
+def parse_program(kb: KB, text: str, path: str = "<program>") -> Program:
+    """Parse `mnemonic op, op` lines; mnemonics and operand counts follow the doc's signatures
+    (Gemmini has no registers: every operand is an integer)."""
+    signatures = {name: tuple(op.name for op in ins.operands) for name, ins in kb.instrs.items()}
+    instrs: list[Instr] = []
+    for ins, _ in parse_lines(text, path, ()):
+        names = signatures.get(ins.op)
+        if names is None:
+            raise ProgramSyntaxError(f"{path}:{ins.line}: unknown Gemmini instruction {ins.op!r}")
+        if len(ins.args) != len(names):
+            raise ProgramSyntaxError(
+                f"{path}:{ins.line}: {ins.op} takes {len(names)} operand(s) ({', '.join(names)}), got {len(ins.args)}"
+            )
+        instrs.append(ins)
+    return Program("gemmini", tuple(instrs), {"path": path})
