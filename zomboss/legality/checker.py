@@ -20,6 +20,7 @@ from zomboss.doc import model as dm
 from zomboss.errors import IllegalProgram, ZombossError
 from zomboss.expr import vector as vx
 from zomboss.knowledge import KB, Violation, scope_names
+from zomboss.knowledge.asp import needed
 from zomboss.program import Instr, Program, ProgramSyntaxError, parse_lines
 
 Fn = Callable[[Mapping[str, Any], Mapping[str, Any]], Any]
@@ -61,7 +62,8 @@ def _resolver(kb: KB, own: set[str]) -> Callable[[ex.Ref], str]:
 
 def _compile(kb: KB, e: ex.Expr, own: set[str]) -> Fn:
     src = ex.python_source(e, _resolver(kb, own))
-    return eval(compile(f"lambda env, prev: {src}", "<rule>", "eval"), ex.PY_GLOBALS)  # noqa: S307 - our own doc AST
+    fn: Fn = eval(compile(f"lambda env, prev: {src}", "<rule>", "eval"), ex.PY_GLOBALS)  # noqa: S307 - our own doc AST
+    return fn
 
 
 def _compile_failing(
@@ -85,7 +87,8 @@ def _compile_failing(
     lines.append("    return out")
     ns: dict[str, Any] = {**ex.PY_GLOBALS, "_Undefined": ex.EVAL_ERRORS}
     exec(compile("\n".join(lines), "<rules>", "exec"), ns)  # noqa: S102 - generated from our own doc AST
-    return ns["failing"]
+    failing: Callable[[Mapping[str, Any], Mapping[str, Any]], list[int]] = ns["failing"]
+    return failing
 
 
 _BIG = 1 << ex.MAX_BITS  # named values lie strictly between -_BIG and _BIG
@@ -452,9 +455,7 @@ class Checker:
 
     def _kept(self) -> dict[str, frozenset[str]]:
         if self._keep is None:
-            from zomboss.knowledge.asp import _needed
-
-            self._keep = {m: frozenset(v) for m, v in _needed(self.kb).items()}
+            self._keep = {m: frozenset(v) for m, v in needed(self.kb).items()}
         return self._keep
 
     def check(self, events: Iterable[tuple[Instr, Mapping[int, int] | None]]) -> list[Violation]:
@@ -925,7 +926,7 @@ class _BlockRun:
         if key in self._setters:
             self._depends((-1, f"{state}.{fld}"))
             return self._setters[key]
-        out = self._tracked((-1, f"{state}.{fld}"), lambda: self._collect_sets(state, fld))
+        out: _Setters = self._tracked((-1, f"{state}.{fld}"), lambda: self._collect_sets(state, fld))
         self._setters[key] = out
         return out
 
