@@ -18,8 +18,8 @@ from zomboss.knowledge import KB, Violation, load_kb
 from zomboss.knowledge import facts as F
 from zomboss.knowledge.asp import check_asp, program_facts
 from zomboss.knowledge.query import asp_blind, check_program, solve_atoms
-from zomboss.legality import Checker, parse_program
-from zomboss.program import Instr, Program
+from zomboss.legality import Checker
+from zomboss.program import Instr, Program, parse_program
 from zomboss.target import doc_path, get_target
 
 TOY = Path(__file__).parent / "data" / "toy.md"

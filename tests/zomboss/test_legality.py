@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from zomboss.knowledge import load_kb
 from zomboss.knowledge.asp import program_facts
 from zomboss.knowledge.query import check_program
-from zomboss.legality import Checker, parse_program
-from zomboss.program import Instr, ProgramSyntaxError
+from zomboss.legality import Checker
+from zomboss.program import Instr, ProgramSyntaxError, parse_program
 
 TOY = Path(__file__).parent / "data" / "toy.md"
 

@@ -8,7 +8,6 @@ whole program through both this checker and clingo (and the tests insist they ag
 from __future__ import annotations
 
 import bisect
-import fnmatch
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +20,7 @@ from zomboss.errors import IllegalProgram, ZombossError
 from zomboss.expr import vector as vx
 from zomboss.knowledge import KB, Violation, scope_names
 from zomboss.knowledge.asp import needed
-from zomboss.program import Instr, Program, ProgramSyntaxError, parse_lines
+from zomboss.program import Instr
 
 Fn = Callable[[Mapping[str, Any], Mapping[str, Any]], Any]
 
@@ -1164,35 +1163,3 @@ class _BlockRun:
             for lo, hi in ranges:
                 w.add(lo, hi, self.blk.line)
         ch.index += self.blk.n
-
-
-def parse_program(kb: KB, text: str, path: str) -> Program:
-    """Read a program in `MNEMONIC op, op` form, checking mnemonics, arity and operand kinds
-    against the doc's signatures (register operands need their file's prefix)."""
-    prefixes = list(kb.regfiles)
-    out = []
-    for instr, kinds in parse_lines(text, path, prefixes):
-        ins = kb.instrs.get(instr.op)
-        if ins is None:
-            near = sorted(
-                m
-                for m in kb.instrs
-                if m.lower() == instr.op.lower() or fnmatch.fnmatch(m.lower(), instr.op.lower()[:3] + "*")
-            )
-            hint = f" (did you mean {', '.join(near[:4])}?)" if near else ""
-            raise ProgramSyntaxError(f"{path}:{instr.line}:1: unknown instruction {instr.op!r} for {kb.target}{hint}")
-        if len(instr.args) != len(ins.operands):
-            sig = ", ".join(o.name for o in ins.operands)
-            raise ProgramSyntaxError(
-                f"{path}:{instr.line}:1: {ins.name} takes {len(ins.operands)} operands ({sig}), got {len(instr.args)}"
-            )
-        for o, k in zip(ins.operands, kinds, strict=True):
-            want = o.kind if o.kind in kb.regfiles else None
-            if want != k:
-                what = f"a {want} register (e.g. {want}1)" if want else "an integer"
-                got = f"register {k}" if k else "an integer"
-                raise ProgramSyntaxError(
-                    f"{path}:{instr.line}:1: operand {o.name} of {ins.name} must be {what}, got {got}"
-                )
-        out.append(instr)
-    return Program(kb.target, tuple(out), {"source": path})

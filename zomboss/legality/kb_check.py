@@ -17,9 +17,9 @@ from zomboss.errors import WorkloadError, ZombossError
 from zomboss.knowledge import KB, Violation
 from zomboss.knowledge.asp import program_facts
 from zomboss.knowledge.query import asp_blind, check_mapping, check_program, mapping_blind, mapping_core
-from zomboss.legality.checker import Checker, parse_program
+from zomboss.legality.checker import Checker
 from zomboss.mapping import MappingError, mapping_violations, space
-from zomboss.program import Instr, Program
+from zomboss.program import Instr, Program, parse_program
 from zomboss.util import MAX_INSTRUCTIONS, LimitError, over_budget
 from zomboss.workload import Workload
 

@@ -24,10 +24,9 @@ import numpy as np
 
 from zomboss.errors import WorkloadError, ZombossError
 from zomboss.knowledge import KB, load_kb
-from zomboss.legality import parse_program
 from zomboss.machine import GenericSim, Memories, Run
 from zomboss.mapping import KnobMapping, space
-from zomboss.program import Instr, Program
+from zomboss.program import Instr, Program, parse_program
 from zomboss.results import KernelResult
 from zomboss.target.protocol import Evaluation, Mode
 from zomboss.util import MAX_INSTRUCTIONS, Lru, check_budget, load_json, read_text

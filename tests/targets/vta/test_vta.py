@@ -15,9 +15,10 @@ from zomboss.targets.vta import export as X
 from zomboss.errors import IllegalProgram
 from zomboss.knowledge.asp import program_facts
 from zomboss.knowledge.query import asp_blind, check_program
-from zomboss.legality import Checker, parse_program
+from zomboss.legality import Checker
 from zomboss.machine import Memories
 from zomboss.mapping import space
+from zomboss.program import parse_program
 from zomboss.target import Mode, get_target
 from zomboss.workload import Workload
 
