@@ -292,15 +292,6 @@ class Space:
         """A clingo skeleton (symbolic knob values) completed by CP-SAT's integer values."""
         return self.mapping({**skeleton, **sizes}, shape, "skeleton")
 
-    @staticmethod
-    def skeleton_of_model(atoms: Iterable[Any]) -> dict[str, str]:
-        """The symbolic knob values of a clingo model's `skeleton(Op,"knob",Value)` atoms."""
-        out: dict[str, str] = {}
-        for a in atoms:
-            if a.name == "skeleton" and len(a.arguments) == 3:
-                out[a.arguments[1].string] = a.arguments[2].name
-        return out
-
     def skeleton(self, m: KnobMapping) -> tuple[tuple[str, str], ...]:
         return tuple((k.name, m.sym(k.name)) for k in self.symbolic)
 

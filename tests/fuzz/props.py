@@ -332,11 +332,11 @@ def check_cache(kind: str, data: bytes, pos: int) -> None:
 
     def go() -> tuple[bool, dict[str, int]]:
         os.environ["ZOMBOSS_CACHE"] = str(cache)
-        from zomboss.knowledge import kb as knowledge
+        from zomboss.knowledge import cache_dir, forget_loaded, load_kb
 
-        knowledge._LOADED.clear()
-        first = knowledge.load_kb(doc)
-        (entry,) = knowledge.cache_dir().glob("*.json")
+        forget_loaded()
+        first = load_kb(doc)
+        (entry,) = cache_dir().glob("*.json")
         payload = entry.read_bytes()
         if kind == "pickle":
             planted = pickle.dumps(_Planted(str(marker)))
@@ -355,8 +355,8 @@ def check_cache(kind: str, data: bytes, pos: int) -> None:
             header = json.loads(head)
             header["sha256"] = hashlib.sha256(body).hexdigest()
             entry.write_bytes(json.dumps(header).encode() + b"\n" + body)
-        knowledge._LOADED.clear()
-        second = knowledge.load_kb(doc)
+        forget_loaded()
+        second = load_kb(doc)
         return second.asp == first.asp, second.params
 
     out = run(go)

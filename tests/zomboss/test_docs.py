@@ -15,9 +15,11 @@ import pytest
 from zomboss import expr as ex
 from zomboss.errors import IllegalProgram
 from zomboss.knowledge import KB, Violation, load_kb
-from zomboss.knowledge import asp as asp
-from zomboss.legality import Checker, parse_program
-from zomboss.program import Instr, Program
+from zomboss.knowledge import facts as F
+from zomboss.knowledge.asp import check_asp, program_facts
+from zomboss.knowledge.query import asp_blind, check_program, solve_atoms
+from zomboss.legality import Checker
+from zomboss.program import Instr, Program, parse_program
 from zomboss.target import doc_path, get_target
 
 TOY = Path(__file__).parent / "data" / "toy.md"
@@ -51,8 +53,8 @@ def _check(name: str, kb: KB, program: Program) -> list[Violation]:
     ch = Checker(kb)
     ch.record = True
     found = ch.check(_events(name, kb, program))
-    by_asp = asp.check_program(kb, asp.program_facts(kb, ch.events))
-    blind = {p - 1 for p in asp.asp_blind(kb, ch.events)}
+    by_asp = check_program(kb, program_facts(kb, ch.events))
+    blind = {p - 1 for p in asp_blind(kb, ch.events)}
     assert {(v.rule, v.index) for v in found if not v.rule.startswith("isa.") and v.index not in blind} == {
         (v.rule, v.pos - 1) for v in by_asp
     }
@@ -156,10 +158,10 @@ def test_operand_rules(name, rid, tmp_path):
 
 @pytest.mark.parametrize("name", ["gemmini", "plena"])
 def test_the_program_check_leaves_out_only_the_mapping_spaces(name):
-    """Program checks ground `asp.check_asp` (the KB without its mapping spaces): it keeps
+    """Program checks ground `check_asp` (the KB without its mapping spaces): it keeps
     every program violation rule and gives the whole KB's verdict on the doc's bad examples."""
     kb = _kb(name)
-    lean = asp.check_asp(kb)
+    lean = check_asp(kb)
     lean_lines = set(lean.splitlines())
     assert all(line in lean_lines for line in kb.asp.splitlines() if line.startswith("violation("))
     assert "mviolation(" not in lean and "mviolation(" in kb.asp
@@ -169,7 +171,6 @@ def test_the_program_check_leaves_out_only_the_mapping_spaces(name):
         ch = Checker(kb)
         ch.record = True
         ch.check(_events(name, kb, prog))
-        facts = asp.program_facts(kb, ch.events)
-        whole = {(a.arguments[0].string, a.arguments[1].number) for a in asp.solve_atoms(kb.asp, facts)
-                 if a.name == "violation" and len(a.arguments) == 2 and a.arguments[1].number > 0}  # fmt: skip
-        assert whole and {(v.rule, v.pos) for v in asp.check_program(kb, facts)} == whole, e.loc
+        facts = program_facts(kb, ch.events)
+        whole = {v for v in F.decode(F.ViolationFact, solve_atoms(kb.asp, facts)) if v.pos > 0}
+        assert whole and set(check_program(kb, facts)) == whole, e.loc

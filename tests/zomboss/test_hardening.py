@@ -24,8 +24,7 @@ from zomboss import expr as ex
 from zomboss.app import main
 from zomboss.app.check import check_file
 from zomboss.doc import DocError, parse_doc
-from zomboss.knowledge import asp as asp
-from zomboss.knowledge import cache_dir, load_kb
+from zomboss.knowledge import cache_dir, forget_loaded, load_kb, query
 from zomboss.legality import check_mapping_values, check_program_text
 from zomboss.util import LimitError
 
@@ -92,9 +91,7 @@ def test_modified_cache_entries_are_refused(tmp_path, monkeypatch):
         header = json.loads(head)
         header["sha256"] = hashlib.sha256(evil).hexdigest()
         entry.write_bytes(json.dumps(header).encode() + b"\n" + evil)
-        from zomboss.knowledge import kb as knowledge
-
-        knowledge._LOADED.clear()
+        forget_loaded()
         kb = load_kb(doc)
         assert not kb.from_cache and kb.asp == good.asp
     assert load_kb(doc).from_cache  # the rebuilt entry is valid
@@ -252,7 +249,7 @@ def test_parameters_beyond_32_bits_are_exact_in_the_kb(capsys):
 def test_ranges_beyond_32_bits(tmp_path):
     doc = _doc(tmp_path, TEXT.replace("imm: int 0..255", "imm: int 0..99999999999"))
     kb = load_kb(doc, use_cache=False)
-    assert asp.query(kb.asp, 'operand_range(addi,"imm",L,H)') == ['operand_range(addi,"imm",0,"99999999999")']
+    assert query(kb.asp, 'operand_range(addi,"imm",L,H)') == ['operand_range(addi,"imm",0,"99999999999")']
     # the range rule compares against the exact bound; a value beyond 32 bits is checked by Python
     ok = check_program_text(kb, "addi gp1, gp0, 2147483648\naddi gp1, gp0, 7\n", "p.txt", None, {})
     assert ok.legal and ok.python_only == 1
@@ -375,9 +372,9 @@ def test_query_patterns_are_atoms_only(pattern, capsys):
 
 def test_query_patterns_still_match():
     kb = load_kb(TOY)
-    assert asp.query(kb.asp, "param(dim,_)") == ["param(dim,4)"]
-    assert asp.query(kb.asp, 'rule_applies("load.block",M).') == ['rule_applies("load.block",load)']
-    assert asp.query(kb.asp, "capacity(spad , R)") == ["capacity(spad,256)"]
+    assert query(kb.asp, "param(dim,_)") == ["param(dim,4)"]
+    assert query(kb.asp, 'rule_applies("load.block",M).') == ['rule_applies("load.block",load)']
+    assert query(kb.asp, "capacity(spad , R)") == ["capacity(spad,256)"]
 
 
 def test_costs_of_a_mapping_are_kept():

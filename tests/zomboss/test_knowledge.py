@@ -102,15 +102,16 @@ def test_corrupt_cache_entry_is_rebuilt(tmp_path, monkeypatch):
 
 _KILL_SCRIPT = """
 import sys, time
-import zomboss.knowledge.kb as k
-real = k._kb_to_json
+import zomboss.knowledge.cache as cache
+from zomboss.knowledge import load_kb
+real = cache.kb_to_json
 def slow(kb):
     data = real(kb)
     sys.stdout.write("writing\\n"); sys.stdout.flush()
     time.sleep(30)
     return data
-k._kb_to_json = slow
-k.load_kb(sys.argv[1])
+cache.kb_to_json = slow
+load_kb(sys.argv[1])
 """
 
 
@@ -148,8 +149,8 @@ def test_killed_mid_write_leaves_no_partial_file(tmp_path):
     doc = _doc(tmp_path, TOY.read_text())
     script = """
 import os, sys, time
-import zomboss.knowledge.kb as k
 import zomboss.util.files as c
+from zomboss.knowledge import load_kb
 real_fdopen = os.fdopen
 class Slow:
     def __init__(self, f): self.f = f
@@ -161,7 +162,7 @@ class Slow:
     def flush(self): self.f.flush()
     def fileno(self): return self.f.fileno()
 c.os.fdopen = lambda fd, mode: Slow(real_fdopen(fd, mode))
-k.load_kb(sys.argv[1])
+load_kb(sys.argv[1])
 """
     proc = subprocess.Popen([sys.executable, "-c", script, str(doc)], env=env, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None

@@ -8,10 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zomboss.knowledge import asp as asp
 from zomboss.knowledge import load_kb
-from zomboss.legality import Checker, parse_program
-from zomboss.program import Instr, ProgramSyntaxError
+from zomboss.knowledge.asp import program_facts
+from zomboss.knowledge.query import check_program
+from zomboss.legality import Checker
+from zomboss.program import Instr, ProgramSyntaxError, parse_program
 
 TOY = Path(__file__).parent / "data" / "toy.md"
 
@@ -26,7 +27,7 @@ def run(kb, text: str, regs=None):
     ch = Checker(kb)
     ch.record = True
     py = ch.check((i, regs or {}) for i in prog.instrs)
-    by_asp = asp.check_program(kb, asp.program_facts(kb, ch.events))
+    by_asp = check_program(kb, program_facts(kb, ch.events))
     assert {(v.rule, v.index) for v in py} == {(v.rule, v.pos - 1) for v in by_asp}
     return py
 

@@ -10,7 +10,6 @@ import functools
 import re
 from collections.abc import Callable
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from lark import Lark, Token, Tree
@@ -128,16 +127,6 @@ def parse_doc(text: str, path: str) -> dm.Doc:
             raise _syntax_error(e, path, first_line) from None
         _Builder(doc, path, first_line).add(tree)
     return doc
-
-
-def parse_file(path: Path) -> dm.Doc:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise DocError(f"{path}: cannot read: {e.strerror}") from None
-    except UnicodeDecodeError as e:
-        raise DocError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
-    return parse_doc(text, str(path))
 
 
 def _int(tok: str) -> int | None:

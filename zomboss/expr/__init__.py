@@ -1,11 +1,13 @@
-"""Integer expressions of the ISA docs: the AST with its one semantics (`ast`: evaluation,
-folding, limits and the ASP translation) and its evaluation over NumPy columns (`vector`).
+"""Integer expressions of the ISA docs: the AST with its limits, printing and types (`ast`),
+and one module per backend of its one semantics: Python evaluation and folding (`python`),
+the ASP translation (`asp`) and evaluation over NumPy columns (`vector`).
 The CP-SAT translation belongs to the solvers (`zomboss.solvers.space.cpsat`). Imports only
 `zomboss.errors`.
 """
 
 from __future__ import annotations
 
+from zomboss.expr.asp import NEGATED_CMP, AspContext, Conj, asp_terms, asp_truth, asp_violated
 from zomboss.expr.ast import (
     ARITH_OPS,
     ASP_KEYWORDS,
@@ -18,14 +20,10 @@ from zomboss.expr.ast import (
     MAX_BITS,
     MAX_DEPTH,
     MAX_SHIFT,
-    NEGATED_CMP,
-    PY_GLOBALS,
     UN_OPS,
-    AspContext,
     Bin,
     Call,
     Cond,
-    Conj,
     Expr,
     ExprError,
     InSet,
@@ -34,23 +32,15 @@ from zomboss.expr.ast import (
     Sym,
     Un,
     Undefined,
-    Wide,
-    asp_terms,
-    asp_truth,
-    asp_violated,
     bounded,
-    cdiv,
     check_limits,
-    compile_python,
-    evaluate,
-    fold,
     is_constant,
-    python_source,
     refs,
     show,
     substitute,
     typecheck,
 )
+from zomboss.expr.python import PY_GLOBALS, Wide, cdiv, compile_python, evaluate, fold, python_source
 from zomboss.expr.vector import COMPARE
 
 __all__ = [

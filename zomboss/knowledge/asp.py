@@ -1,35 +1,72 @@
-"""ASP generation and solving: the KB program, the facts of a program or mapping under
-check, and the clingo calls that answer `kb query` and `kb check`.
+"""ASP generation: the KB program (facts, one violation rule per way a doc rule can be false
+or undefined, hazards, mapping constraints, the rule library `lp/*.lp`), the smaller programs
+that check programs (`check_asp`) and enumerate mappings (`enumeration_program`), and the facts
+of a program under check (`program_facts`).
 
 The violation rules are the doc's rule expressions translated by `zomboss.expr`: a rule on
 mnemonic M yields `violation(Id,P) :- instr(P,M), <bindings>, <one way Expr is false or
 undefined>` (parameters inlined as numbers). Values clingo's 32-bit integers cannot hold get
-no `val` fact but a `wide` marker; `asp_blind` / `mapping_blind` name the places where clingo
-therefore cannot decide, which `kb check` leaves to the Python predicates.
+no `val` fact but a `wide` marker (`zomboss.knowledge.query` says where clingo therefore
+cannot decide).
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
-import re
+import weakref
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
-
-import clingo
 
 from zomboss import expr as ex
 from zomboss.doc import DocError
 from zomboss.doc import model as dm
-from zomboss.errors import ZombossError
 from zomboss.knowledge import facts as F
+from zomboss.knowledge.records import KB
+
+
+def library_text() -> str:
+    """The workload-invariant rule library (`zomboss/knowledge/lp/*.lp`), concatenated in name order."""
+    root = resources.files("zomboss.knowledge").joinpath("lp")
+    parts = []
+    for entry in sorted(root.iterdir(), key=lambda p: p.name):
+        if entry.name.endswith(".lp"):
+            parts.append(f"% ---- kb/{entry.name} ----\n" + entry.read_text())
+    return "\n".join(parts)
+
+
+WideCheck = Callable[[Mapping[str, Any], Mapping[str, Any]], bool]  # (values, previous values) -> beyond 32 bits
+MappingWideCheck = Callable[[Mapping[str, Any]], bool]  # a mapping's values -> beyond 32 bits
+
+
+@dataclass
+class Derived:
+    """What the ASP layers derive from one KB on first use (not stored in the cache): built
+    once per KB, dropped with it."""
+
+    exprs: dict[str, list[ex.Expr]] | None = None
+    needed: dict[str, set[str]] | None = None
+    check: str | None = None
+    wide: dict[str, WideCheck] | None = None
+    mapping_wide: dict[str, dict[str, MappingWideCheck]] = field(default_factory=dict)
+
+
+_DERIVED: dict[int, Derived] = {}  # by id(kb); an entry leaves with its KB (weakref.finalize)
+
+
+def derived(kb: KB) -> Derived:
+    d = _DERIVED.get(id(kb))
+    if d is None:
+        d = _DERIVED[id(kb)] = Derived()
+        weakref.finalize(kb, _DERIVED.pop, id(kb), None)
+    return d
+
 
 _lets_inlined = dm.inline_lets
 
 
-def prepared(kb, ins: dm.Instr | None, e: ex.Expr) -> ex.Expr:
+def prepared(kb: KB, ins: dm.Instr | None, e: ex.Expr) -> ex.Expr:
     """What the ASP translation (and the wide-value check) of `e` works on: the instruction's
     lets inlined, parameters replaced by their values, constant parts folded."""
     return ex.fold(_lets_inlined(ins, e) if ins is not None else e, kb.params)
@@ -39,7 +76,7 @@ def _const(name: str) -> str:
     return F.term(F.Sym(name))
 
 
-def _instr_binder(kb, pos: str = "P"):
+def _instr_binder(kb: KB, pos: str = "P") -> Callable[[ex.Ref, str], list[str]]:
     def bind(r: ex.Ref, var: str) -> list[str]:
         name = r.name
         if name in kb.params:
@@ -57,7 +94,7 @@ def _instr_binder(kb, pos: str = "P"):
     return bind
 
 
-def _instr_absent(kb, ins: dm.Instr | None, pos: str = "P"):
+def _instr_absent(kb: KB, ins: dm.Instr | None, pos: str = "P") -> Callable[[ex.Ref], list[ex.Conj]]:
     """Where a value the Python checker may lack is missing (the rule then fails in both):
     anything of the previous instruction, and register contents. A value withheld because
     it is beyond 32 bits is marked wide/2 instead; the checker leaves such places to Python."""
@@ -78,7 +115,7 @@ def _instr_absent(kb, ins: dm.Instr | None, pos: str = "P"):
     return absent
 
 
-def _instr_context(kb, ins: dm.Instr | None = None) -> ex.AspContext:
+def _instr_context(kb: KB, ins: dm.Instr | None = None) -> ex.AspContext:
     """Fresh variables and bindings for one family of rules about an instruction."""
     return ex.AspContext(
         _instr_binder(kb), lambda n: n.lower() in kb.symbols, absent=_instr_absent(kb, ins), constant=_const
@@ -93,7 +130,7 @@ def _located(where: dm.Loc, what: str, err: Exception) -> DocError:
     return DocError(f"{where}: {what}: {err}")
 
 
-def rule_asp(kb, rule: dm.Rule) -> list[str]:
+def rule_asp(kb: KB, rule: dm.Rule) -> list[str]:
     """Violation rules for one doc rule (all mnemonics it applies to): one per way the rule's
     expression can be false or undefined."""
     rid = F.term(F.Text(rule.id))
@@ -116,7 +153,7 @@ def rule_asp(kb, rule: dm.Rule) -> list[str]:
     return _dedupe(out)
 
 
-def access_asp(kb, ins: dm.Instr, acc: dm.Access, kind: str) -> list[str]:
+def access_asp(kb: KB, ins: dm.Instr, acc: dm.Access, kind: str) -> list[str]:
     ctx = _instr_context(kb, ins)
     try:
         lo_alts = ex.asp_terms(prepared(kb, ins, acc.lo), ctx)
@@ -144,7 +181,7 @@ def hazard_asp(h: dm.Hazard) -> str:
     )
 
 
-def _mapping_context(kb, ms: dm.MappingSpace) -> ex.AspContext:
+def _mapping_context(kb: KB, ms: dm.MappingSpace) -> ex.AspContext:
     """Names of a mapping expression bound to the facts of the mapping under check."""
     symbolic = {k.name for k in ms.knobs if k.values}
     numeric = {k.name for k in ms.knobs if not k.values} | {
@@ -166,7 +203,7 @@ def _mapping_context(kb, ms: dm.MappingSpace) -> ex.AspContext:
     return ex.AspContext(bind, lambda n: n.lower() in kb.symbols, constant=_const)
 
 
-def constraint_asp(kb, ms: dm.MappingSpace, c: dm.Constraint) -> list[str]:
+def constraint_asp(kb: KB, ms: dm.MappingSpace, c: dm.Constraint) -> list[str]:
     ctx = _mapping_context(kb, ms)
     head = f"mviolation({F.term(F.Text(c.id))}) :- mapping_op({_const(ms.op)})"
     try:
@@ -176,7 +213,7 @@ def constraint_asp(kb, ms: dm.MappingSpace, c: dm.Constraint) -> list[str]:
     return _dedupe(f"{head}, {', '.join(_dedupe(conj))}." if conj else f"{head}." for conj in conjs)
 
 
-def knob_active_asp(kb, ms: dm.MappingSpace, k: dm.Knob) -> list[str]:
+def knob_active_asp(kb: KB, ms: dm.MappingSpace, k: dm.Knob) -> list[str]:
     """`knob_active(Op,"k")` where the knob's condition holds (zomboss/knowledge/lp/mapping.lp makes
     unconditional knobs active and gives inactive ones their canonical value)."""
     if k.when is None:
@@ -198,7 +235,7 @@ def canonical_symbol(k: dm.Knob) -> str:
     return k.values[0]
 
 
-def mapping_facts(kb, ms: dm.MappingSpace) -> list[F.Fact]:
+def mapping_facts(kb: KB, ms: dm.MappingSpace) -> list[F.Fact]:
     op = F.Sym(ms.op)
     out: list[F.Fact] = []
     for k in ms.knobs:
@@ -217,7 +254,7 @@ def mapping_facts(kb, ms: dm.MappingSpace) -> list[F.Fact]:
     return out
 
 
-def mapping_rules(kb, ms: dm.MappingSpace, constraints: Iterable[dm.Constraint] | None = None) -> list[str]:
+def mapping_rules(kb: KB, ms: dm.MappingSpace, constraints: Iterable[dm.Constraint] | None = None) -> list[str]:
     """Violation rules of the constraints (all of them by default) and the knobs' activity rules."""
     rules: list[str] = []
     for c in ms.constraints if constraints is None else constraints:
@@ -227,12 +264,10 @@ def mapping_rules(kb, ms: dm.MappingSpace, constraints: Iterable[dm.Constraint] 
     return rules
 
 
-def enumeration_program(kb, ms: dm.MappingSpace) -> str:
+def enumeration_program(kb: KB, ms: dm.MappingSpace) -> str:
     """The small program skeleton enumeration grounds: this op's knob facts, the parameters
     its constraints read, the constraints that read no integer knob (the others need tile
     sizes, which CP-SAT decides), the activity rules and zomboss/knowledge/lp/mapping.lp."""
-    from zomboss.knowledge.kb import library_text
-
     integer = {k.name for k in ms.knobs if not k.values}
     cons = [c for c in ms.constraints if not {r.name for r in ex.refs(c.expr)} & integer]
     used = {r.name for c in cons for r in ex.refs(c.expr)} | {
@@ -243,7 +278,7 @@ def enumeration_program(kb, ms: dm.MappingSpace) -> str:
     return "\n".join([F.render(facts, wide=True), *mapping_rules(kb, ms, cons), library_text()]) + "\n"
 
 
-def kb_facts(kb, *, mappings: bool = True) -> list[F.Fact]:
+def kb_facts(kb: KB, *, mappings: bool = True) -> list[F.Fact]:
     out: list[F.Fact] = [F.TargetFact(F.Sym(kb.target))]
     out += [F.ParamFact(F.Sym(k), v) for k, v in kb.params.items()]
     for m in kb.memories.values():
@@ -265,18 +300,18 @@ def kb_facts(kb, *, mappings: bool = True) -> list[F.Fact]:
     for s, (_, fields) in kb.states.items():
         out += [F.StateFieldFact(F.Sym(s), F.Text(k), v) for k, v in fields.items()]
     for ins in kb.instrs.values():
-        m = F.Sym(ins.name)
-        out.append(F.InstructionFact(m))
-        out.append(F.UnitFact(m, F.Sym(ins.unit or "none")))
+        mn = F.Sym(ins.name)
+        out.append(F.InstructionFact(mn))
+        out.append(F.UnitFact(mn, F.Sym(ins.unit or "none")))
         for i, o in enumerate(ins.operands):
-            out.append(F.OperandFact(m, i, F.Text(o.name), F.Sym(o.kind)))
+            out.append(F.OperandFact(mn, i, F.Text(o.name), F.Sym(o.kind)))
             if o.lo is not None and o.hi is not None:
                 lo, hi = ex.evaluate(o.lo, kb.params), ex.evaluate(o.hi, kb.params)
-                out.append(F.OperandRangeFact(m, F.Text(o.name), int(lo), int(hi)))  # type: ignore[call-overload]
-        out += [F.ReadsFact(m, F.Sym(a.memory)) for a in ins.reads]
-        out += [F.WritesFact(m, F.Sym(a.memory)) for a in ins.writes]
-        out += [F.SetsFact(m, F.Sym(s.state), F.Text(s.field)) for s in ins.sets]
-        out += [F.UsesFact(m, F.Sym(u.state)) for u in ins.uses]
+                out.append(F.OperandRangeFact(mn, F.Text(o.name), int(lo), int(hi)))  # type: ignore[call-overload]
+        out += [F.ReadsFact(mn, F.Sym(a.memory)) for a in ins.reads]
+        out += [F.WritesFact(mn, F.Sym(a.memory)) for a in ins.writes]
+        out += [F.SetsFact(mn, F.Sym(s.state), F.Text(s.field)) for s in ins.sets]
+        out += [F.UsesFact(mn, F.Sym(u.state)) for u in ins.uses]
     for r in kb.rules:
         rid = F.Text(r.id)
         out += [
@@ -302,14 +337,14 @@ def kb_facts(kb, *, mappings: bool = True) -> list[F.Fact]:
     return out
 
 
-def _hazard_accesses(kb) -> set[tuple[str, str, str]]:
+def _hazard_accesses(kb: KB) -> set[tuple[str, str, str]]:
     """(mnemonic, memory, read|write) of the accesses some hazard reads."""
     return {(h.reader, h.read_mem, "read") for h in kb.doc.hazards} | {
         (h.writer, h.write_mem, "write") for h in kb.doc.hazards
     }
 
 
-def kb_program(kb, library: str, *, mappings: bool = True) -> tuple[str, dict[str, int]]:
+def kb_program(kb: KB, library: str, *, mappings: bool = True) -> tuple[str, dict[str, int]]:
     """The self-contained ASP text of a KB and its fact/rule counts. Integers beyond clingo's
     32 bits appear in facts as strings of their digits (counted as `wide_facts`). Without
     `mappings`, the mapping spaces' facts and rules are left out (see `check_asp`)."""
@@ -349,158 +384,14 @@ def kb_program(kb, library: str, *, mappings: bool = True) -> tuple[str, dict[st
     }
 
 
-# ---------------------------------------------------------------------------------------
-# Solving
-# ---------------------------------------------------------------------------------------
-
-
-class QueryError(ZombossError):
-    pass
-
-
-class _NoFunctions:
-    """Grounding context without functions: `@f(...)` terms can never call Python."""
-
-
-def solve_atoms(program: str, extra: str = "") -> list[clingo.Symbol]:
-    """The atoms of the (unique, stratified) model of program + extra."""
-    ctl = clingo.Control(["--warn=none"])
-    try:
-        ctl.add("base", [], program)
-        if extra:
-            ctl.add("base", [], extra)
-        ctl.ground([("base", [])], context=_NoFunctions())
-    except (RuntimeError, AttributeError) as e:
-        raise QueryError(f"ASP error: {e}") from None
-    atoms: list[clingo.Symbol] = []
-    with ctl.solve(yield_=True) as handle:
-        for model in handle:
-            atoms = list(model.symbols(atoms=True))
-            break
-        else:
-            raise QueryError("the knowledge base is unsatisfiable")
-    return atoms
-
-
-_PATTERN_TOKEN = re.compile(
-    r"\s*(?:(?P<num>-?\d+)|(?P<var>[A-Z_][A-Za-z0-9_\']*)|(?P<name>[a-z][A-Za-z0-9_\']*)"
-    r'|(?P<str>"(?:[^"\\\n]|\\["\\n])*")|(?P<punct>[(),]))'
-)
-MAX_PATTERN = 1000  # characters of a query pattern
-
-
-def parse_pattern(pattern: str) -> str:
-    """A `kb query` pattern as ASP text: one atom whose arguments are terms built from
-    constants, numbers, strings, variables (upper case, `_`) and tuples; anything else (a
-    rule, a directive such as `#include`, `@f`, arithmetic) is refused. `_` becomes a fresh
-    variable each time."""
-    pat = pattern.strip()
-    if pat.endswith("."):
-        pat = pat[:-1].rstrip()
-    example = "expected an atom such as 'param(dim,V)' or 'capacity(spad,R)'"
-    if len(pat) > MAX_PATTERN:
-        raise QueryError(f"the pattern is longer than {MAX_PATTERN} characters; {example}")
-    toks: list[tuple[str, str]] = []
-    i = 0
-    while i < len(pat):
-        m = _PATTERN_TOKEN.match(pat, i)
-        if not m or m.end() == i:
-            rest = pat[i:].lstrip()
-            raise QueryError(f"{pattern!r}: unexpected {rest[:12]!r}; {example}")
-        kind = m.lastgroup
-        assert kind is not None
-        toks.append((kind, m.group(kind)))
-        i = m.end()
-        while i < len(pat) and pat[i].isspace():
-            i += 1
-    anon = itertools.count()
-    out: list[str] = []
-    pos = 0
-
-    def peek() -> tuple[str, str]:
-        return toks[pos] if pos < len(toks) else ("end", "")
-
-    def take(kind: str, value: str | None = None) -> str:
-        nonlocal pos
-        k, v = peek()
-        if k != kind or (value is not None and v != value):
-            got = "the end" if k == "end" else repr(v)
-            raise QueryError(f"{pattern!r}: expected {value or kind} at {got}; {example}")
-        pos += 1
-        return v
-
-    def args(depth: int) -> None:
-        take("punct", "(")
-        out.append("(")
-        term(depth)
-        while peek() == ("punct", ","):
-            take("punct", ",")
-            out.append(",")
-            term(depth)
-        take("punct", ")")
-        out.append(")")
-
-    def term(depth: int) -> None:
-        if depth > 16:
-            raise QueryError(f"{pattern!r}: terms nested too deep; {example}")
-        k, v = peek()
-        if k == "name":
-            out.append(take("name"))
-            if peek() == ("punct", "("):
-                args(depth + 1)
-        elif k == "var":
-            take("var")
-            out.append(f"Anon{next(anon)}" if v == "_" else v)
-        elif k in ("num", "str"):
-            if k == "num" and not F.fits(int(v)):
-                raise QueryError(f"{pattern!r}: {v} does not fit clingo's 32-bit integers")
-            out.append(take(k))
-        elif (k, v) == ("punct", "("):
-            args(depth + 1)  # a tuple
-        else:
-            take("a term")
-
-    if peek()[0] != "name":
-        raise QueryError(f"{pattern!r}: {example}")
-    out.append(take("name"))
-    if peek() == ("punct", "("):
-        args(0)
-    if peek()[0] != "end":
-        raise QueryError(f"{pattern!r}: unexpected {peek()[1]!r} after the atom; {example}")
-    return "".join(out)
-
-
-def query(program: str, pattern: str) -> list[str]:
-    """Atoms of the KB's model matching an ASP atom pattern with variables (`capacity(M,R)`)."""
-    pat = parse_pattern(pattern)
-    try:
-        atoms = solve_atoms(program, f"zomboss_query({pat}) :- {pat}.\n")
-    except QueryError as e:
-        raise QueryError(f"{pattern!r}: {e}") from None
-    out = [str(a.arguments[0]) for a in atoms if a.name == "zomboss_query" and len(a.arguments) == 1]
-    return sorted(out, key=_natural)
-
-
-def _natural(s: str) -> list:
-    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", s)]
-
-
-@dataclass(frozen=True)
-class AspViolation:
-    rule: str
-    pos: int
-
-
-ASP_INT_MIN, ASP_INT_MAX = ex.ASP_MIN, ex.ASP_MAX  # clingo integers are 32-bit
-
 Event = tuple[int, str, Mapping[str, int], "int | None", Mapping[str, int]]
 
 
-def _asp_exprs(kb) -> dict[str, list[ex.Expr]]:
+def asp_exprs(kb: KB) -> dict[str, list[ex.Expr]]:
     """Per mnemonic: every expression its ASP rules evaluate (prepared as translated)."""
-    cached = getattr(kb, "_asp_exprs", None)
-    if cached is not None:
-        return cached
+    memo = derived(kb)
+    if memo.exprs is not None:
+        return memo.exprs
     out: dict[str, list[ex.Expr]] = {m: [] for m in kb.instrs}
     for r in kb.rules:
         for m in kb.applies.get(r.id, ()):
@@ -511,86 +402,19 @@ def _asp_exprs(kb) -> dict[str, list[ex.Expr]]:
             for acc in accs:
                 if (ins.name, acc.memory, kind) in hazard_mems:
                     out[ins.name] += [prepared(kb, ins, x) for x in (acc.lo, acc.hi, acc.when) if x is not None]
-    kb._asp_exprs = out
+    memo.exprs = out
     return out
 
 
-def _wide_checkers(kb) -> dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], bool]]:
-    """Per mnemonic: f(values, previous values) -> whether some value its ASP rules compute
-    (operands, intermediate terms) is beyond 32 bits, i.e. where clingo cannot decide and the
-    Python predicates decide alone."""
-    cached = getattr(kb, "_asp_wide", None)
-    if cached is not None:
-        return cached
-
-    def resolve(r: ex.Ref) -> str:
-        if r.name.startswith("prev."):
-            return f"prev[{r.name[5:]!r}]"
-        if r.name == "op" or (len(r.parts) == 1 and r.name.lower() in kb.symbols):
-            return "0"  # symbols are never wide
-        return f"env[{r.name!r}]"
-
-    out = {}
-    for m, exprs in _asp_exprs(kb).items():
-        lines = ["def wide(env, prev):"]
-        for e in exprs:
-            lines += [
-                "    try:",
-                f"        {ex.python_source(e, resolve, wide=True)}",
-                "    except _Wide:",
-                "        return True",
-                "    except _Undefined:",
-                "        pass",
-            ]
-        lines.append("    return False")
-        ns: dict[str, Any] = {**ex.PY_GLOBALS, "_Wide": ex.Wide, "_Undefined": ex.EVAL_ERRORS}
-        exec(compile("\n".join(lines), "<wide>", "exec"), ns)  # noqa: S102 - generated from our own doc AST
-        out[m] = ns["wide"]
-    kb._asp_wide = out
-    return out
-
-
-def asp_blind(kb, events: Iterable[Event]) -> set[int]:
-    """Positions where clingo cannot decide: a value the position's rules read, or one they
-    compute on the way, is beyond clingo's 32-bit integers (e.g. a u32 register above 2^31-1),
-    or an earlier write a hazard compares with was. Such values get no fact (`wide/2` marks
-    them), so only the Python predicates decide there."""
-    checkers = _wide_checkers(kb)
-    seen: dict[int, Mapping[str, int]] = {}
-    blind: set[int] = set()
-    tainted: dict[str, bool] = {}  # hazard id -> an undecidable write since its last fence
-    readers: dict[str, list[str]] = {}
-    writers: dict[str, list[str]] = {}
-    fences: dict[str, list[str]] = {}
-    for h in kb.doc.hazards:
-        readers.setdefault(h.reader, []).append(h.id)
-        writers.setdefault(h.writer, []).append(h.id)
-        fences.setdefault(h.fence, []).append(h.id)
-    for pos, op, vals, prev, _ in events:
-        seen[pos] = vals
-        f = checkers.get(op)
-        if f is not None and f(vals, seen.get(prev, {}) if prev is not None else {}):
-            blind.add(pos)
-        for hid in readers.get(op, ()):
-            if tainted.get(hid):
-                blind.add(pos)
-        for hid in writers.get(op, ()):
-            if pos in blind:
-                tainted[hid] = True
-        for hid in fences.get(op, ()):
-            tainted[hid] = False
-    return blind
-
-
-def _needed(kb) -> dict[str, set[str]]:
+def needed(kb: KB) -> dict[str, set[str]]:
     """Per mnemonic: the values any rule can read (its own rules and accesses, plus what the
     next instruction of its unit reads through `prev.`); other values get no fact."""
-    cached = getattr(kb, "_asp_needed", None)
-    if cached is not None:
-        return cached
+    memo = derived(kb)
+    if memo.needed is not None:
+        return memo.needed
     own: dict[str, set[str]] = {m: set() for m in kb.instrs}
     by_unit: dict[str, set[str]] = {}
-    for m, exprs in _asp_exprs(kb).items():
+    for m, exprs in asp_exprs(kb).items():
         for e in exprs:
             for r in ex.refs(e):
                 if r.name.startswith("prev."):
@@ -598,138 +422,39 @@ def _needed(kb) -> dict[str, set[str]]:
                 else:
                     own[m].add(r.name)
     out = {m: own[m] | by_unit.get(ins.unit, set()) for m, ins in kb.instrs.items()}
-    kb._asp_needed = out
+    memo.needed = out
     return out
 
 
-def _fits(v: int) -> bool:
-    return ASP_INT_MIN <= int(v) <= ASP_INT_MAX
-
-
-def program_facts(kb, events: Iterable[Event]) -> str:
+def program_facts(kb: KB, events: Iterable[Event]) -> str:
     """Facts for a dynamic instruction stream: (pos, mnemonic, values, prev pos, epochs).
 
     Only values some rule reads are rendered (a 70k-instruction Gemmini stream would otherwise
     be ~50 MB of facts); a value beyond clingo's integers gets `wide(P,"name")` instead of a
     `val` fact (see asp_blind). This is the hot path of `kb check`, so it renders with the
     fact records' term syntax directly."""
-    needed = _needed(kb)
+    wanted = needed(kb)
     sym = functools.cache(lambda x: F.term(F.Sym(x)))
     text = functools.cache(lambda x: F.term(F.Text(x)))
     lines: list[str] = []
     for pos, op, vals, prev, epochs in events:
         lines.append(f"instr({pos},{sym(op)}).")
-        want = needed.get(op, ())
+        want = wanted.get(op, ())
         for k, v in vals.items():
             if k in want:
-                lines.append(f"val({pos},{text(k)},{int(v)})." if _fits(v) else f"wide({pos},{text(k)}).")
+                lines.append(f"val({pos},{text(k)},{int(v)})." if F.fits(int(v)) else f"wide({pos},{text(k)}).")
         if prev is not None:
             lines.append(f"prev({pos},{prev}).")
         lines += [f"epoch({pos},{sym(f)},{n})." for f, n in epochs.items()]
     return "\n".join(lines) + "\n"
 
 
-def check_asp(kb) -> str:
+def check_asp(kb: KB) -> str:
     """The part of the KB's program that checks programs: every fact and rule but the mapping
     spaces' (whose per-constraint violation rules are about three quarters of a target's KB
     and would be grounded for nothing), with the legality library alone. Built once per KB."""
-    cached = kb.__dict__.get("_asp_check")
-    if cached is None:
+    memo = derived(kb)
+    if memo.check is None:
         legality = resources.files("zomboss.knowledge").joinpath("lp", "legality.lp").read_text()
-        cached = kb.__dict__["_asp_check"] = kb_program(kb, legality, mappings=False)[0]
-    return cached
-
-
-def check_program(kb, facts: str) -> list[AspViolation]:
-    atoms = solve_atoms(check_asp(kb), facts)
-    found = {
-        AspViolation(a.arguments[0].string, a.arguments[1].number)
-        for a in atoms
-        if a.name == "violation" and len(a.arguments) == 2 and a.arguments[1].number > 0
-    }
-    return sorted(found, key=lambda v: (v.pos, v.rule))
-
-
-def _mapping_wide(kb, op: str) -> dict[str, Callable[[Mapping[str, Any]], bool]]:
-    """Per constraint of op's mapping space: env -> whether its ASP check needs a value
-    beyond 32 bits."""
-    cache = kb.__dict__.setdefault("_asp_mapping_wide", {})
-    if op in cache:
-        return cache[op]
-    ms = kb.mapping_space(op)
-    out: dict[str, Callable[[Mapping[str, Any]], bool]] = {}
-    names = {k.name for k in ms.knobs} | {k for w in kb.doc.workloads if w.op == op for k in w.keys} if ms else set()
-
-    def resolve(r: ex.Ref) -> str:
-        return f"env[{r.name!r}]" if r.name in names else repr(r.name.lower())  # else a symbol
-
-    for c in ms.constraints if ms is not None else ():
-        src = ex.python_source(prepared(kb, None, c.expr), resolve, wide=True)
-        fn = eval(compile(f"lambda env: {src}", "<wide>", "eval"), dict(ex.PY_GLOBALS))  # noqa: S307 - our own doc AST
-
-        def wide(env: Mapping[str, Any], fn: Callable[[Mapping[str, Any]], object] = fn) -> bool:
-            try:
-                fn(env)
-            except ex.Wide:
-                return True
-            except ex.EVAL_ERRORS:
-                pass
-            return False
-
-        out[c.id] = wide
-    cache[op] = out
-    return out
-
-
-def mapping_blind(kb, op: str, values: Mapping[str, int | str]) -> set[str]:
-    """Constraints of op that clingo cannot decide for these values (a value, or one the
-    constraint computes, is beyond 32 bits): the Python check decides them alone."""
-    env = {k: (v.lower() if isinstance(v, str) else v) for k, v in values.items()}
-    return {cid for cid, wide in _mapping_wide(kb, op).items() if wide(env)}
-
-
-def _mapping_fact(k: str, v: int | str) -> F.Fact | None:
-    if isinstance(v, str):
-        return F.MsymFact(F.Text(k), F.Sym(v))
-    return F.MvalFact(F.Text(k), int(v)) if _fits(v) else None  # beyond 32 bits: no fact (mapping_blind)
-
-
-def check_mapping(kb, op: str, values: Mapping[str, int | str]) -> list[str]:
-    facts: list[F.Fact] = [F.MappingOpFact(F.Sym(op))]
-    facts += [f for k, v in values.items() if (f := _mapping_fact(k, v)) is not None]
-    atoms = solve_atoms(kb.asp, F.render(facts))
-    return sorted({a.arguments[0].string for a in atoms if a.name == "mviolation"})
-
-
-def mapping_core(kb, op: str, values: Mapping[str, int | str]) -> list[str]:
-    """A minimal set of the mapping's assignments that cannot hold together (clingo's
-    unsatisfiable core under assumptions), e.g. ['tile_i=8', 'tile_k=16']. Values beyond
-    32 bits take no part."""
-    facts: list[str] = [F.MappingOpFact(F.Sym(op)).asp()]
-    atoms: dict[str, str] = {}
-    for k, v in values.items():
-        f = _mapping_fact(k, v)
-        if f is None:
-            continue
-        fact = f.asp()
-        atoms[fact[:-1]] = f"{k}={v}"
-        facts.append("{" + fact[:-1] + "}.")
-    ctl = clingo.Control(["--warn=none"])
-    ctl.add("base", [], kb.asp + "\n" + "\n".join(facts) + "\n:- mviolation(_).\n")
-    ctl.ground([("base", [])], context=_NoFunctions())
-    lit_of = {}
-    for sa in ctl.symbolic_atoms:
-        s = str(sa.symbol)
-        if s in atoms:
-            lit_of[sa.literal] = atoms[s]
-    core: list[int] = []
-    result = ctl.solve(assumptions=list(lit_of), on_core=lambda c: core.extend(c))
-    if result.satisfiable:
-        return []
-    # shrink to a minimal core: drop assumptions one at a time while still unsatisfiable
-    cur = [lit for lit in core if lit in lit_of]
-    for lit in list(cur):
-        trial = [x for x in cur if x != lit]
-        if not ctl.solve(assumptions=trial).satisfiable:
-            cur = trial
-    return [lit_of[x] for x in cur]
+        memo.check = kb_program(kb, legality, mappings=False)[0]
+    return memo.check

@@ -1,14 +1,17 @@
-"""KB facts as typed records (clorm-style), and the one place that renders ASP text.
+"""KB facts as typed records (clorm-style): the one place that renders ASP text, and the one
+place that decodes clingo's answers (`Fact.from_symbol`, `decode`).
 
 Mnemonics, memories, parameters and knob values become lower-case ASP constants; rule ids,
-operand names and messages become strings. Nothing else in the code base writes ASP by hand.
+operand names and messages become strings. Nothing else in the code base writes ASP by hand
+or reads the arguments of a clingo symbol.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import typing
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields
-from typing import ClassVar
+from typing import ClassVar, Self
 
 import clingo
 
@@ -22,6 +25,10 @@ class Sym(str):
 
 class Text(str):
     """An ASP string."""
+
+
+class Term(str):
+    """An ASP term of any shape, kept as clingo prints it (the answers of `kb query`)."""
 
 
 class AspRangeError(ZombossError):
@@ -48,6 +55,8 @@ def term(v: object, wide: bool = False) -> str:
         if wide:
             return str(clingo.String(str(v)))
         raise AspRangeError(f"the value {v} does not fit clingo's 32-bit integers")
+    if isinstance(v, Term):
+        return str(v)
     if isinstance(v, Sym):
         s = v.lower()
         return s if is_constant(s) else str(clingo.String(s))
@@ -56,9 +65,58 @@ def term(v: object, wide: bool = False) -> str:
     raise TypeError(f"cannot render {v!r} as an ASP term")
 
 
+class _Mismatch(Exception):
+    """An argument of another type than its field's."""
+
+
+def _decode_int(s: clingo.Symbol) -> int:
+    if s.type != clingo.SymbolType.Number:
+        raise _Mismatch
+    return s.number
+
+
+def _decode_text(s: clingo.Symbol) -> Text:
+    if s.type != clingo.SymbolType.String:
+        raise _Mismatch
+    return Text(s.string)
+
+
+def _decode_sym(s: clingo.Symbol) -> Sym:
+    """A constant, or the string `term` renders a Sym that is no constant as."""
+    if s.type == clingo.SymbolType.String:
+        return Sym(s.string)
+    if s.type != clingo.SymbolType.Function or s.arguments or s.negative or not s.name:
+        raise _Mismatch
+    return Sym(s.name)
+
+
+def _decode_term(s: clingo.Symbol) -> Term:
+    return Term(str(s))
+
+
+_DECODERS: dict[object, Callable[[clingo.Symbol], object]] = {
+    int: _decode_int,
+    Text: _decode_text,
+    Sym: _decode_sym,
+    Term: _decode_term,
+}
+
+
 @dataclass(frozen=True)
 class Fact:
     pred: ClassVar[str]
+
+    @classmethod
+    def from_symbol(cls, s: clingo.Symbol) -> Self | None:
+        """The fact a clingo atom states, or None if the atom is of another predicate, arity
+        or argument types (the unifier of this fact type, as in clorm)."""
+        decoders = _field_decoders(cls)
+        if s.type != clingo.SymbolType.Function or s.name != cls.pred or len(s.arguments) != len(decoders):
+            return None
+        try:
+            return cls(*(d(a) for d, a in zip(decoders, s.arguments, strict=True)))
+        except _Mismatch:
+            return None
 
     def asp(self, wide: bool = False) -> str:
         return f"{self.pred}({','.join(term(getattr(self, f.name), wide) for f in fields(self))})."
@@ -367,6 +425,70 @@ class MsymFact(Fact):
     pred: ClassVar[str] = "msym"
     name: Text
     value: Sym
+
+
+# -- facts clingo answers with -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ViolationFact(Fact):
+    """A rule broken at a position of the program under check (0: a parameter invariant)."""
+
+    pred: ClassVar[str] = "violation"
+    rule: Text
+    pos: int
+
+
+@dataclass(frozen=True)
+class MviolationFact(Fact):
+    """A mapping constraint broken by the mapping under check."""
+
+    pred: ClassVar[str] = "mviolation"
+    constraint: Text
+
+
+@dataclass(frozen=True)
+class SkeletonFact(Fact):
+    """A symbolic knob's value in an enumerated mapping skeleton (lp/mapping.lp)."""
+
+    pred: ClassVar[str] = "skeleton"
+    op: Sym
+    knob: Text
+    value: Sym
+
+
+@dataclass(frozen=True)
+class QueryAnswerFact(Fact):
+    """An atom matching a `kb query` pattern (the query wraps it: `zomboss_query(Atom)`)."""
+
+    pred: ClassVar[str] = "zomboss_query"
+    atom: Term
+
+
+_FIELD_DECODERS: dict[type[Fact], tuple[Callable[[clingo.Symbol], object], ...]] = {}
+
+
+def _field_decoders(cls: type[Fact]) -> tuple[Callable[[clingo.Symbol], object], ...]:
+    """Per field of a fact type, the decoder of its declared type (built once per type)."""
+    out = _FIELD_DECODERS.get(cls)
+    if out is None:
+        hints = typing.get_type_hints(cls)
+        out = _FIELD_DECODERS[cls] = tuple(_DECODERS[hints[f.name]] for f in fields(cls))
+    return out
+
+
+FactT = typing.TypeVar("FactT", bound=Fact)
+
+
+def decode(cls: type[FactT], atoms: Iterable[clingo.Symbol]) -> list[FactT]:
+    """The facts of type `cls` among a model's atoms (which are all functions), in model order."""
+    pred, out = cls.pred, []
+    for a in atoms:
+        if a.name == pred:
+            f = cls.from_symbol(a)
+            if f is not None:
+                out.append(f)
+    return out
 
 
 def render(facts: Sequence[Fact], wide: bool = False) -> str:

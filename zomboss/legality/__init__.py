@@ -6,7 +6,7 @@ layers below it: `knowledge`, `mapping`, `program`, `workload`, `expr`, `doc`, `
 
 from __future__ import annotations
 
-from zomboss.legality.checker import Block, Checker, parse_program
+from zomboss.legality.checker import Block, Checker
 from zomboss.legality.kb_check import ASP_LIMIT, CheckReport, check_mapping_values, check_program_text, mapping_values
 
 __all__ = [
@@ -17,5 +17,4 @@ __all__ = [
     "check_mapping_values",
     "check_program_text",
     "mapping_values",
-    "parse_program",
 ]

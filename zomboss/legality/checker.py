@@ -8,7 +8,6 @@ whole program through both this checker and clingo (and the tests insist they ag
 from __future__ import annotations
 
 import bisect
-import fnmatch
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,7 +19,8 @@ from zomboss.doc import model as dm
 from zomboss.errors import IllegalProgram, ZombossError
 from zomboss.expr import vector as vx
 from zomboss.knowledge import KB, Violation, scope_names
-from zomboss.program import Instr, Program, ProgramSyntaxError, parse_lines
+from zomboss.knowledge.asp import needed
+from zomboss.program import Instr
 
 Fn = Callable[[Mapping[str, Any], Mapping[str, Any]], Any]
 
@@ -61,7 +61,8 @@ def _resolver(kb: KB, own: set[str]) -> Callable[[ex.Ref], str]:
 
 def _compile(kb: KB, e: ex.Expr, own: set[str]) -> Fn:
     src = ex.python_source(e, _resolver(kb, own))
-    return eval(compile(f"lambda env, prev: {src}", "<rule>", "eval"), ex.PY_GLOBALS)  # noqa: S307 - our own doc AST
+    fn: Fn = eval(compile(f"lambda env, prev: {src}", "<rule>", "eval"), ex.PY_GLOBALS)  # noqa: S307 - our own doc AST
+    return fn
 
 
 def _compile_failing(
@@ -85,7 +86,8 @@ def _compile_failing(
     lines.append("    return out")
     ns: dict[str, Any] = {**ex.PY_GLOBALS, "_Undefined": ex.EVAL_ERRORS}
     exec(compile("\n".join(lines), "<rules>", "exec"), ns)  # noqa: S102 - generated from our own doc AST
-    return ns["failing"]
+    failing: Callable[[Mapping[str, Any], Mapping[str, Any]], list[int]] = ns["failing"]
+    return failing
 
 
 _BIG = 1 << ex.MAX_BITS  # named values lie strictly between -_BIG and _BIG
@@ -452,9 +454,7 @@ class Checker:
 
     def _kept(self) -> dict[str, frozenset[str]]:
         if self._keep is None:
-            from zomboss.knowledge.asp import _needed
-
-            self._keep = {m: frozenset(v) for m, v in _needed(self.kb).items()}
+            self._keep = {m: frozenset(v) for m, v in needed(self.kb).items()}
         return self._keep
 
     def check(self, events: Iterable[tuple[Instr, Mapping[int, int] | None]]) -> list[Violation]:
@@ -925,7 +925,7 @@ class _BlockRun:
         if key in self._setters:
             self._depends((-1, f"{state}.{fld}"))
             return self._setters[key]
-        out = self._tracked((-1, f"{state}.{fld}"), lambda: self._collect_sets(state, fld))
+        out: _Setters = self._tracked((-1, f"{state}.{fld}"), lambda: self._collect_sets(state, fld))
         self._setters[key] = out
         return out
 
@@ -1163,35 +1163,3 @@ class _BlockRun:
             for lo, hi in ranges:
                 w.add(lo, hi, self.blk.line)
         ch.index += self.blk.n
-
-
-def parse_program(kb: KB, text: str, path: str) -> Program:
-    """Read a program in `MNEMONIC op, op` form, checking mnemonics, arity and operand kinds
-    against the doc's signatures (register operands need their file's prefix)."""
-    prefixes = list(kb.regfiles)
-    out = []
-    for instr, kinds in parse_lines(text, path, prefixes):
-        ins = kb.instrs.get(instr.op)
-        if ins is None:
-            near = sorted(
-                m
-                for m in kb.instrs
-                if m.lower() == instr.op.lower() or fnmatch.fnmatch(m.lower(), instr.op.lower()[:3] + "*")
-            )
-            hint = f" (did you mean {', '.join(near[:4])}?)" if near else ""
-            raise ProgramSyntaxError(f"{path}:{instr.line}:1: unknown instruction {instr.op!r} for {kb.target}{hint}")
-        if len(instr.args) != len(ins.operands):
-            sig = ", ".join(o.name for o in ins.operands)
-            raise ProgramSyntaxError(
-                f"{path}:{instr.line}:1: {ins.name} takes {len(ins.operands)} operands ({sig}), got {len(instr.args)}"
-            )
-        for o, k in zip(ins.operands, kinds, strict=True):
-            want = o.kind if o.kind in kb.regfiles else None
-            if want != k:
-                what = f"a {want} register (e.g. {want}1)" if want else "an integer"
-                got = f"register {k}" if k else "an integer"
-                raise ProgramSyntaxError(
-                    f"{path}:{instr.line}:1: operand {o.name} of {ins.name} must be {what}, got {got}"
-                )
-        out.append(instr)
-    return Program(kb.target, tuple(out), {"source": path})

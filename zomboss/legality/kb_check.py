@@ -15,10 +15,11 @@ from typing import Any, Protocol
 from zomboss import expr as ex
 from zomboss.errors import WorkloadError, ZombossError
 from zomboss.knowledge import KB, Violation
-from zomboss.knowledge import asp as asp
-from zomboss.legality.checker import Checker, parse_program
+from zomboss.knowledge.asp import program_facts
+from zomboss.knowledge.query import asp_blind, check_mapping, check_program, mapping_blind, mapping_core
+from zomboss.legality.checker import Checker
 from zomboss.mapping import MappingError, mapping_violations, space
-from zomboss.program import Instr, Program
+from zomboss.program import Instr, Program, parse_program
 from zomboss.util import MAX_INSTRUCTIONS, LimitError, over_budget
 from zomboss.workload import Workload
 
@@ -152,10 +153,10 @@ def check_program_text(
     if progress is not None:
         progress(n, final=True)
     prefix = checker.events
-    blind = {p - 1 for p in asp.asp_blind(kb, prefix)}
+    blind = {p - 1 for p in asp_blind(kb, prefix)}
     # isa.* checks (arity, evaluation failures, state indexes) are the Python checker's own
     isa = {i for r, i in in_prefix if r.startswith("isa.")}
-    by_asp = {(v.rule, v.pos - 1) for v in asp.check_program(kb, asp.program_facts(kb, prefix))}
+    by_asp = {(v.rule, v.pos - 1) for v in check_program(kb, program_facts(kb, prefix))}
     by_asp = {(r, i) for r, i in by_asp if i not in blind and i not in isa}
     by_py = {(r, i) for r, i in in_prefix if i not in blind and i not in isa}
     if by_asp != by_py:
@@ -252,14 +253,14 @@ def check_mapping_values(kb: KB, op: str, values: Mapping[str, int | str], path:
     ]
     if any(v.rule.endswith(".missing") for v in out):
         return CheckReport("mapping", path, out, len(space.constraints) + len(space.knobs))
-    blind = asp.mapping_blind(kb, op, values)
+    blind = mapping_blind(kb, op, values)
     # ASP checks constraints, not knob domains
     constraints = {c.id for c in space.constraints}
     by_py = {v.rule for v in out if v.rule in constraints} - blind
-    by_asp = set(asp.check_mapping(kb, op, values)) - blind
+    by_asp = set(check_mapping(kb, op, values)) - blind
     if by_asp != by_py:
         raise ZombossError(
             f"internal inconsistency between the Python and ASP mapping checks: {sorted(by_asp ^ by_py)}"
         )
-    core = asp.mapping_core(kb, op, values) if by_asp and not blind else []
+    core = mapping_core(kb, op, values) if by_asp and not blind else []
     return CheckReport("mapping", path, out, len(space.constraints) + len(space.knobs), core, python_only=len(blind))

@@ -24,10 +24,9 @@ import numpy as np
 
 from zomboss.errors import WorkloadError
 from zomboss.knowledge import KB
-from zomboss.legality import parse_program
 from zomboss.machine import GenericSim, Memories, Run
 from zomboss.mapping import KnobMapping, space
-from zomboss.program import Instr, Program
+from zomboss.program import Instr, Program, parse_program
 from zomboss.results import KernelResult
 from zomboss.target.base import SidecarError, TargetBase, read_sidecar, sidecar_path, sidecar_seed
 from zomboss.target.protocol import Evaluation, Mode, Params, params_key

@@ -11,7 +11,7 @@ from zomboss.targets.gemmini.simulator import simulate
 
 from zomboss.errors import IllegalProgram
 from zomboss.knowledge import load_kb
-from zomboss.legality import parse_program
+from zomboss.program import parse_program
 
 
 @pytest.fixture(scope="module")

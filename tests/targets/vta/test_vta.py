@@ -13,10 +13,12 @@ from hypothesis import strategies as st
 from zomboss.targets.vta import export as X
 
 from zomboss.errors import IllegalProgram
-from zomboss.knowledge import asp as asp
-from zomboss.legality import Checker, parse_program
+from zomboss.knowledge.asp import program_facts
+from zomboss.knowledge.query import asp_blind, check_program
+from zomboss.legality import Checker
 from zomboss.machine import Memories
 from zomboss.mapping import space
+from zomboss.program import parse_program
 from zomboss.target import Mode, get_target
 from zomboss.workload import Workload
 
@@ -31,8 +33,8 @@ def _rules() -> list[str]:
 def _check(program) -> set[str]:
     ch = Checker(KB, record=True)
     found = ch.check(T.trace(program, {}))
-    by_asp = {(v.rule, v.pos - 1) for v in asp.check_program(KB, asp.program_facts(KB, ch.events))}
-    blind = {p - 1 for p in asp.asp_blind(KB, ch.events)}
+    by_asp = {(v.rule, v.pos - 1) for v in check_program(KB, program_facts(KB, ch.events))}
+    blind = {p - 1 for p in asp_blind(KB, ch.events)}
     assert {(v.rule, v.index) for v in found if not v.rule.startswith("isa.") and v.index not in blind} == by_asp
     return {v.rule for v in found}
 

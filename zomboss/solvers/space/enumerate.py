@@ -16,8 +16,9 @@ import clingo
 
 from zomboss.errors import ZombossError
 from zomboss.knowledge import KB
-from zomboss.knowledge import asp as asp
 from zomboss.knowledge import facts as F
+from zomboss.knowledge.asp import enumeration_program
+from zomboss.knowledge.query import NoFunctions
 
 
 @dataclass(frozen=True)
@@ -40,18 +41,20 @@ def skeletons(kb: KB, op: str, shape: Mapping[str, int], limit: int = 0) -> Iter
     facts = F.render([F.MvalFact(F.Text(k), int(v)) for k, v in shape.items() if k in keys])
     ctl = clingo.Control(["--warn=none", f"--models={limit}"])
     ctl.add("base", [], _program(kb, op) + facts + f"\nenumerate({F.term(F.Sym(op))}).\n")
-    ctl.ground([("base", [])], context=asp._NoFunctions())  # no @f(...) term may call into Python
+    ctl.ground([("base", [])], context=NoFunctions())  # no @f(...) term may call into Python
     # Models repeat the same few (knob, value) atoms: decode each atom once (unpacking a clingo
     # symbol costs several FFI calls, hashing it one), which is most of the enumeration's time.
-    decoded: dict[clingo.Symbol, tuple[str, str]] = {}
+    decoded: dict[clingo.Symbol, F.SkeletonFact] = {}
     with ctl.solve(yield_=True) as handle:
         for model in handle:
-            chosen = {}
+            chosen: dict[str, str] = {}
             for a in model.symbols(shown=True):
-                kv = decoded.get(a)
-                if kv is None:
-                    kv = decoded[a] = (a.arguments[1].string, str(a.arguments[2]))
-                chosen[kv[0]] = kv[1]
+                f = decoded.get(a)
+                if f is None:
+                    new = F.SkeletonFact.from_symbol(a)
+                    assert new is not None, f"not a skeleton atom: {a}"  # only skeleton/3 is shown
+                    f = decoded[a] = new
+                chosen[str(f.knob)] = str(f.value)
             yield Skeleton(op, tuple((k, chosen[k]) for k in order if k in chosen))
 
 
@@ -63,5 +66,5 @@ def _program(kb: KB, op: str) -> str:
     if key not in _PROGRAMS:
         ms = kb.mapping_space(op)
         assert ms is not None
-        _PROGRAMS[key] = asp.enumeration_program(kb, ms) + ":- mviolation(_).\n#show skeleton/3.\n"
+        _PROGRAMS[key] = enumeration_program(kb, ms) + ":- mviolation(_).\n#show skeleton/3.\n"
     return _PROGRAMS[key]
