@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from zomboss.errors import ZombossError
+from zomboss.solvers.guides import GUIDE_NAMES
 from zomboss.util import MAX_INSTRUCTIONS
 
 
@@ -522,7 +523,7 @@ def build_parser() -> argparse.ArgumentParser:
     so = sub.add_parser("solve", parents=[common, store, llm], help="guided search for a faster verified kernel")
     so.add_argument("target")
     so.add_argument("workload", help="suite id or OP:KEY=VALUE,...")
-    so.add_argument("--guide", default="cost", choices=["cost", "surrogate", "llm"])
+    so.add_argument("--guide", default="cost", choices=GUIDE_NAMES)
     so.add_argument(
         "--budget", type=int, default=32, metavar="N", help="timing-only simulations of searched candidates"
     )
@@ -556,7 +557,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(fn=cmd_export)
     bn = sub.add_parser("bench", parents=[common, store, llm], help="search every suite instance: results DB + report")
     bn.add_argument("--suite", default="all", help="a target name, or all")
-    bn.add_argument("--guide", default="cost", choices=["cost", "surrogate", "llm"])
+    bn.add_argument("--guide", default="cost", choices=GUIDE_NAMES)
     bn.add_argument("--budget", type=int, default=32, metavar="N")
     bn.add_argument("--seed", type=int, default=0)
     bn.add_argument("--exhaustive", action="store_true", help="exhaustive branch and bound per instance")

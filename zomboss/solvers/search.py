@@ -27,7 +27,8 @@ from typing import Any
 from zomboss.errors import ZombossError
 from zomboss.mapping import KnobMapping, MappingError, Space, space
 from zomboss.results import Store
-from zomboss.solvers.guides import Guide, Proposal, Rejection, SearchState, Simulated, make_guide
+from zomboss.solvers.guides.base import Guide, Proposal, Rejection, SearchState, Simulated
+from zomboss.solvers.guides.make import make_guide
 from zomboss.solvers.space import Pool, build_pool
 from zomboss.target import Evaluation, Mode, Params, Target, config_key
 from zomboss.workload import Workload
