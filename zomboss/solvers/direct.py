@@ -33,6 +33,7 @@ from typing import Any
 from zomboss.errors import ZombossError
 from zomboss.legality import check_program_text
 from zomboss.llm import LlmClient, LlmError, Usage
+from zomboss.results import Record, speedup
 from zomboss.target import Params, Target
 from zomboss.verify import default_result
 from zomboss.workload import Workload
@@ -79,7 +80,7 @@ def budget(wl: Workload) -> int:
 
 
 @dataclass
-class DirectResult:
+class DirectResult(Record):
     target: str
     workload: str
     verified: bool
@@ -98,7 +99,8 @@ class DirectResult:
     def tokens(self) -> int:
         return self.usage.total
 
-    def to_json(self) -> dict[str, Any]:
+    def json_fields(self) -> dict[str, Any]:
+        ratio = speedup(self.default_cycles, self.cycles)
         return {
             "target": self.target,
             "workload": self.workload,
@@ -107,7 +109,7 @@ class DirectResult:
             "reason": self.reason,
             "cycles": self.cycles,
             "default_cycles": self.default_cycles,
-            "speedup": round(self.default_cycles / self.cycles, 4) if self.cycles and self.default_cycles else None,
+            "speedup": round(ratio, 4) if ratio is not None else None,
             "instructions": self.instructions,
             "iterations": self.iterations,
             "budget": self.budget,
