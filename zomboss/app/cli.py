@@ -1,4 +1,4 @@
-"""The `zomboss` command line (contract: DESIGN.md, "Command line").
+"""The `zomboss` command line (contract: docs/architecture.md, "The command line").
 
 Every error a user can cause ends as one clear message and a non-zero exit code, never a
 traceback (set ZOMBOSS_DEBUG=1 to see one for internal errors).
