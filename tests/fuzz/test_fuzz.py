@@ -11,7 +11,7 @@ from tests.fuzz.props import PROPERTIES
 
 # examples per class under `make test` (the expensive classes build KBs or run tracers)
 BUDGET = {
-    "expressions": 10,  # tests/zomboss/test_hardening.py runs 100 more in-process
+    "expressions": 10,  # tests/legality/test_one_semantics.py runs 100 more in-process
     "bombs": 6,
     "generated rules": 3,
     "parameters": 3,

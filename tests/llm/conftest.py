@@ -15,7 +15,7 @@ from zomboss.knowledge import load_kb
 from zomboss.mapping import KnobMapping, Space, space
 from zomboss.program import Instr, Program
 from zomboss.solvers import search
-from zomboss.solvers.guides import SearchState, Simulated
+from zomboss.solvers.guides.base import SearchState, Simulated
 from zomboss.solvers.space import build_pool
 from zomboss.target import Evaluation, Mode
 from zomboss.workload import Workload

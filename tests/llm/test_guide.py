@@ -12,7 +12,7 @@ from tests.llm.conftest import KEY, SHAPE, c0, make_state
 from tests.llm.server import POLICIES, Loopback, reply, status, tool, usage
 from zomboss.llm import LlmClient, LlmConfig
 from zomboss.results import Store
-from zomboss.solvers.guides import LlmGuide, complete_intent, task_message
+from zomboss.solvers.guides.llm import LlmGuide, complete_intent, task_message
 from zomboss.solvers.search import SolveConfig, solve
 
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from tests.llm.conftest import SHAPE, c0
 from zomboss.llm import Reply, ToolCall, Usage
-from zomboss.solvers.guides import AnswerParser, Ids, Intent, Rank, Refine, extract_json
+from zomboss.solvers.guides.llm import AnswerParser, Ids, Intent, Rank, Refine, extract_json
 
 
 def ids(sp):

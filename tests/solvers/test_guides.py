@@ -4,7 +4,8 @@ in turn, and a climb that restarts elsewhere once a kernel's edits stop paying."
 from __future__ import annotations
 
 from zomboss.mapping import space
-from zomboss.solvers.guides import STALE_AFTER, CostGuide, SearchState, Simulated
+from zomboss.solvers.guides.base import SearchState, Simulated
+from zomboss.solvers.guides.cost import STALE_AFTER, CostGuide
 from zomboss.solvers.space import Candidate, distance
 from zomboss.target import get_target
 

@@ -9,7 +9,7 @@ import pytest
 
 from zomboss.mapping import space
 from zomboss.results import Store
-from zomboss.solvers.guides import Proposal, SearchState
+from zomboss.solvers.guides.base import Proposal, SearchState
 from zomboss.solvers.search import SolveConfig, solve
 from zomboss.solvers.space import build_pool
 from zomboss.target import Mode, get_target, target_names

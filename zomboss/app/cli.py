@@ -1,4 +1,4 @@
-"""The `zomboss` command line (contract: DESIGN.md, "Command line").
+"""The `zomboss` command line (contract: docs/architecture.md, "The command line").
 
 Every error a user can cause ends as one clear message and a non-zero exit code, never a
 traceback (set ZOMBOSS_DEBUG=1 to see one for internal errors).
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from zomboss.errors import ZombossError
+from zomboss.solvers.guides import GUIDE_NAMES
 from zomboss.util import MAX_INSTRUCTIONS
 
 if TYPE_CHECKING:  # the solvers load lazily, for the CLI's start-up time
@@ -565,7 +566,7 @@ def build_parser() -> argparse.ArgumentParser:
     so = sub.add_parser("solve", parents=[common, store, llm], help="guided search for a faster verified kernel")
     so.add_argument("target")
     so.add_argument("workload", help="suite id or OP:KEY=VALUE,...")
-    so.add_argument("--guide", default="cost", choices=["cost", "surrogate", "llm"])
+    so.add_argument("--guide", default="cost", choices=GUIDE_NAMES)
     so.add_argument(
         "--budget", type=int, default=32, metavar="N", help="timing-only simulations of searched candidates"
     )
@@ -606,7 +607,7 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(fn=cmd_export)
     bn = sub.add_parser("bench", parents=[common, store, llm], help="search every suite instance: results DB + report")
     bn.add_argument("--suite", default="all", help="a target name, or all")
-    bn.add_argument("--guide", default="cost", choices=["cost", "surrogate", "llm"])
+    bn.add_argument("--guide", default="cost", choices=GUIDE_NAMES)
     bn.add_argument("--budget", type=int, default=32, metavar="N")
     bn.add_argument("--seed", type=int, default=0)
     bn.add_argument("--exhaustive", action="store_true", help="exhaustive branch and bound per instance")

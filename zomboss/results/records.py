@@ -1,19 +1,49 @@
-"""Result records shared by every target: what `default`, `solve` and `simulate` report."""
+"""Result records shared by every target and solver: what `default`, `solve`, `simulate` and
+`direct` report, with one JSON convention (`Record.to_json`) and one `speedup`."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, ClassVar
+
+
+def speedup(default_cycles: int | None, cycles: int | None) -> float | None:
+    """Candidate-0's cycles over a kernel's: how much faster the kernel is (None when either is
+    unknown or zero, so no ratio is made of a missing figure)."""
+    if not default_cycles or not cycles:
+        return None
+    return default_cycles / cycles
+
+
+class Record:
+    """The JSON convention of every result record: `json_fields` gives the record's fields in
+    their documented order, the `OPTIONAL` ones are left out while unknown (None or ""), and
+    `json_extra` (target-specific reports) is merged last."""
+
+    OPTIONAL: ClassVar[tuple[str, ...]] = ()
+
+    def json_fields(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def json_extra(self) -> Mapping[str, Any]:
+        return {}
+
+    def to_json(self) -> dict[str, Any]:
+        out = {k: v for k, v in self.json_fields().items() if k not in self.OPTIONAL or (v is not None and v != "")}
+        out.update(self.json_extra())
+        return out
 
 
 @dataclass(frozen=True)
-class KernelResult:
+class KernelResult(Record):
     """A simulated, verified (or not) kernel for one workload instance.
 
     `cycles` is the primary timing model's figure; `extra` carries target-specific
     reports (other timing modes, instruction-class counts, DRAM/HBM bytes, gates).
     """
+
+    OPTIONAL: ClassVar[tuple[str, ...]] = ("optimum_cycles", "tokens")
 
     target: str
     workload: str
@@ -30,17 +60,15 @@ class KernelResult:
 
     @property
     def speedup(self) -> float | None:
-        if not self.default_cycles or not self.cycles:
-            return None
-        return self.default_cycles / self.cycles
+        return speedup(self.default_cycles, self.cycles)
 
-    def to_json(self) -> dict[str, Any]:
+    def json_fields(self) -> dict[str, Any]:
         d = asdict(self)
         d["mapping"] = dict(self.mapping)
         d["speedup"] = self.speedup
-        extra = d.pop("extra")
-        for k in ("optimum_cycles", "tokens"):
-            if d[k] is None:
-                del d[k]
-        d.update(extra)
+        del d["extra"]
         return d
+
+    def json_extra(self) -> Mapping[str, Any]:
+        extra: Mapping[str, Any] = asdict(self)["extra"]
+        return extra

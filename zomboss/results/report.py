@@ -18,9 +18,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from zomboss.results.records import speedup
 from zomboss.util import atomic_write
 
-# Published geometric-mean speedups (../shared/reference/prior-art.md §1), for context only.
+# Published geometric-mean speedups (the papers cited in each row), for context only.
 PUBLISHED = {
     "gemmini": [
         ("Zomboss paper (arXiv 2608.00894)", "3.34x", "over an ACT-generated backend tuned for instruction count"),
@@ -49,7 +50,7 @@ def _row(target: str, wid: str, op: str, p: Mapping[str, Any], optimum: int | No
         "verified": ok,
         "default": default,
         "best": best,
-        "speedup": (default / best) if ok and best and default else None,
+        "speedup": speedup(default, best) if ok else None,
         "optimum": optimum,
         "pct_optimum": (optimum / best) if optimum and best else None,
         "bound": bound,
@@ -235,7 +236,7 @@ def plots(rows: Sequence[Mapping[str, Any]], folder: Path) -> list[Path]:
 
 # ---- Zomboss (LLM guide) against direct generation (`bench --guide llm --compare-direct`)
 
-# The Zomboss paper's figures (../shared/reference/prior-art.md), for context only.
+# The Zomboss paper's figures (arXiv 2608.00894), for context only.
 PUBLISHED_DIRECT = (
     "the Zomboss paper: 56/56 verified against 26/56 for direct generation; -71.2% tokens on Gemmini, -54.2% on PLENA"
 )

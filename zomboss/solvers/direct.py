@@ -33,6 +33,7 @@ from typing import Any
 from zomboss.errors import ZombossError
 from zomboss.legality import check_program_text
 from zomboss.llm import LlmClient, LlmError, Usage
+from zomboss.results import Record, speedup
 from zomboss.target import Params, Target
 from zomboss.verify import default_result
 from zomboss.workload import Workload
@@ -79,7 +80,7 @@ def budget(wl: Workload) -> int:
 
 
 @dataclass
-class DirectResult:
+class DirectResult(Record):
     target: str
     workload: str
     verified: bool
@@ -93,13 +94,13 @@ class DirectResult:
     calls: list[dict[str, Any]] = field(default_factory=list)
     tools: dict[str, int] = field(default_factory=dict)
     wall_s: float = 0.0
-    first_turn_prompt_chars: int = 0
 
     @property
     def tokens(self) -> int:
         return self.usage.total
 
-    def to_json(self) -> dict[str, Any]:
+    def json_fields(self) -> dict[str, Any]:
+        ratio = speedup(self.default_cycles, self.cycles)
         return {
             "target": self.target,
             "workload": self.workload,
@@ -108,7 +109,7 @@ class DirectResult:
             "reason": self.reason,
             "cycles": self.cycles,
             "default_cycles": self.default_cycles,
-            "speedup": round(self.default_cycles / self.cycles, 4) if self.cycles and self.default_cycles else None,
+            "speedup": round(ratio, 4) if ratio is not None else None,
             "instructions": self.instructions,
             "iterations": self.iterations,
             "budget": self.budget,
@@ -306,7 +307,6 @@ class DirectAgent:
             {"role": "system", "content": self.system_prompt()},
             {"role": "user", "content": self.task_prompt()},
         ]
-        first_chars = sum(len(m["content"]) for m in messages)
         submitted: str | None = None
         reason = ""
         turns = 0
@@ -345,12 +345,12 @@ class DirectAgent:
         final = submitted or self.last_program
         if final is None:
             reason = reason or f"no program after {turns} turns"
-            res = self._result(False, reason, None, None, turns, t0, first_chars)
+            res = self._result(False, reason, None, None, turns, t0)
         else:
             ok, why, cycles, n = self.final_check(final)
             if not submitted:
                 why = f"{why} (not submitted: the last program written was judged)" if ok else why
-            res = self._result(ok, why if not reason else f"{reason}; {why}", cycles, n, turns, t0, first_chars)
+            res = self._result(ok, why if not reason else f"{reason}; {why}", cycles, n, turns, t0)
         if self._tmp is not None:
             self._tmp.cleanup()
         return res
@@ -378,9 +378,7 @@ class DirectAgent:
                 return False, f"wrong output on unseen inputs (seed {seed})", cycles, n
         return True, f"verified on {FINAL_SEEDS} unseen input seeds", cycles, n
 
-    def _result(
-        self, ok: bool, reason: str, cycles: int | None, n: int | None, turns: int, t0: float, first: int
-    ) -> DirectResult:
+    def _result(self, ok: bool, reason: str, cycles: int | None, n: int | None, turns: int, t0: float) -> DirectResult:
         try:
             default_cycles: int | None = default_result(self.t, self.wl, self.params).cycles
         except ZombossError:
@@ -399,7 +397,6 @@ class DirectAgent:
             [c.to_json() for c in self.client.calls],
             dict(self.tools),
             time.perf_counter() - t0,
-            first,
         )
 
 

@@ -31,7 +31,7 @@ from ortools.sat.python import cp_model
 from zomboss import expr as ex
 from zomboss.mapping import KnobMapping, space
 from zomboss.results import Store
-from zomboss.solvers.guides import SearchState, Simulated
+from zomboss.solvers.guides.base import SearchState, Simulated
 from zomboss.solvers.search import Programs, Runner, SolveResult, candidate_zero, result_of, verify_winner
 from zomboss.solvers.space import SizingModel, build_pool
 from zomboss.target import Mode, Params, Target

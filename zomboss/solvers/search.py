@@ -22,12 +22,13 @@ import contextlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from zomboss.errors import ZombossError
 from zomboss.mapping import KnobMapping, MappingError, Space, space
-from zomboss.results import Store
-from zomboss.solvers.guides import Guide, Proposal, Rejection, SearchState, Simulated, make_guide
+from zomboss.results import Record, Store, speedup
+from zomboss.solvers.guides.base import Guide, Proposal, Rejection, SearchState, Simulated
+from zomboss.solvers.guides.make import make_guide
 from zomboss.solvers.space import Pool, build_pool
 from zomboss.target import Evaluation, Mode, Params, Target, config_key
 from zomboss.workload import Workload
@@ -55,7 +56,7 @@ class SolveConfig:
 
 
 @dataclass
-class SolveResult:
+class SolveResult(Record):
     target: str
     workload: str
     verified: bool
@@ -92,12 +93,24 @@ class SolveResult:
     references: dict[str, int] = field(default_factory=dict)  # timing-only cycles of the other reference mappings run
     duplicates: int = 0  # legal proposals that lowered to the program of one already simulated
 
+    OPTIONAL: ClassVar[tuple[str, ...]] = (
+        "guide_note",
+        "tokens",
+        "llm",
+        "optimum_cycles",
+        "legal_mappings",
+        "complete",
+        "lower_bound_cycles",
+        "gap",
+        "pruned_skeletons",
+    )
+
     @property
     def speedup(self) -> float:
-        return self.default_cycles / self.cycles if self.cycles else 0.0
+        return speedup(self.default_cycles, self.cycles) or 0.0
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def json_fields(self) -> dict[str, Any]:
+        return {
             "target": self.target,
             "workload": self.workload,
             "verified": self.verified,
@@ -125,22 +138,16 @@ class SolveResult:
             "history": self.history,
             "references": dict(self.references),
             "duplicate_programs": self.duplicates,
+            "guide_note": self.guide_note,
+            "tokens": self.tokens,
+            "llm": self.llm,
+            "optimum_cycles": self.optimum_cycles,
+            "legal_mappings": self.legal_mappings,
+            "complete": self.complete,
+            "lower_bound_cycles": self.lower_bound_cycles,
+            "gap": self.gap,
+            "pruned_skeletons": self.pruned_skeletons,
         }
-        if self.guide_note:
-            out["guide_note"] = self.guide_note
-        if self.tokens is not None:
-            out["tokens"] = self.tokens
-        if self.llm is not None:
-            out["llm"] = self.llm
-        if self.optimum_cycles is not None:
-            out["optimum_cycles"] = self.optimum_cycles
-        if self.legal_mappings is not None:
-            out["legal_mappings"] = self.legal_mappings
-            out["complete"] = self.complete
-        for name in ("lower_bound_cycles", "gap", "pruned_skeletons"):
-            if getattr(self, name) is not None:
-                out[name] = getattr(self, name)
-        return out
 
 
 class Runner:

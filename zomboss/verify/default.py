@@ -32,7 +32,7 @@ def kernel_result(
     wall_s: float | None = None,
     extra: dict[str, object] | None = None,
 ) -> KernelResult:
-    """The DESIGN.md result fields of an evaluation (plus its breakdown and target report)."""
+    """The result fields of an evaluation (docs/architecture.md, "The command line") (plus its breakdown and target report)."""
     return KernelResult(
         target=t.name,
         workload=ev.workload,

@@ -1,48 +1,15 @@
-"""Guides: what to simulate next, from the search state (the space, the pool, the
-simulations so far). They speak only knob values and never emit instructions: the cost and
-surrogate guides (`base`) and the LLM guide (`llm`).
+"""Guides: what to simulate next, from the search state (the space, the pool, the simulations
+so far). They speak only knob values and never emit instructions. One module per job, as in
+TVM's meta_schedule: the state, proposals and protocol they share (`base`), the cost guide
+(`cost`, the default), the online surrogate (`surrogate`), the LLM guide (`llm/`), and the
+choice of one by name (`make`).
+
+This module is only the names, so the command line can offer them without importing a guide.
 """
 
 from __future__ import annotations
 
-from zomboss.solvers.guides.base import (
-    STALE_AFTER,
-    CostGuide,
-    Guide,
-    Proposal,
-    Rejection,
-    SearchState,
-    Simulated,
-    make_guide,
-)
-from zomboss.solvers.guides.llm import (
-    AnswerParser,
-    Ids,
-    Intent,
-    LlmGuide,
-    Rank,
-    Refine,
-    complete_intent,
-    extract_json,
-    task_message,
-)
+from typing import Literal, get_args
 
-__all__ = [
-    "AnswerParser",
-    "CostGuide",
-    "Guide",
-    "Ids",
-    "Intent",
-    "LlmGuide",
-    "Proposal",
-    "Rank",
-    "Refine",
-    "Rejection",
-    "STALE_AFTER",
-    "SearchState",
-    "Simulated",
-    "complete_intent",
-    "extract_json",
-    "make_guide",
-    "task_message",
-]
+GuideName = Literal["cost", "surrogate", "llm"]
+GUIDE_NAMES: tuple[GuideName, ...] = get_args(GuideName)

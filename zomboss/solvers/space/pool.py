@@ -286,13 +286,3 @@ def _exclude(model: SizingModel, values: Mapping[str, int]) -> None:
         lits.append(b)
     if lits:
         model.model.add_bool_or(lits)
-
-
-def candidates_of(pool: Pool, extra: Iterable[Candidate] = ()) -> list[Candidate]:
-    seen: set[str] = set()
-    out = []
-    for c in [*extra, *pool.candidates()]:
-        if c.mapping.key() not in seen:
-            seen.add(c.mapping.key())
-            out.append(c)
-    return out

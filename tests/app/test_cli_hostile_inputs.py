@@ -1,14 +1,14 @@
-"""Issue 12's reproductions (sections 1-8), replayed through the command line as a user would
-run them: `zomboss ...` in a subprocess under a 1 GB address-space limit and a limit of 10 CPU
-seconds (wall time would fail on a loaded machine; a hang without CPU stops after WALL).
+"""Hostile and edge inputs (cache, kb check, doc compiler, integers, checkers, ignored input,
+messages, cache folder), replayed through the command line as a user would run them:
+`zomboss ...` in a subprocess under a 1 GB address-space limit and a limit of 10 CPU seconds (wall time would fail on a loaded machine; a hang without CPU stops after WALL).
 
 Each probe must end with a clear result: exit 0/1 with the right output, or exit 2 with one
 `zomboss: ...` line naming the input (and, where the issue asks, the doc location or rule),
 never an internal error (exit 3), a traceback, an "internal inconsistency", a signal, more
 than 10 s of CPU or more than 1 GB.
 
-    python -m tests.zomboss.test_probes          the probe script: every probe, a table
-    pytest tests/zomboss/test_probes.py          the same as tests
+    python -m tests.app.test_cli_hostile_inputs          the probe script: every probe, a table
+    pytest tests/app/test_cli_hostile_inputs.py         the same as tests
 """
 
 from __future__ import annotations
@@ -32,13 +32,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 _BIN = Path(sys.executable).parent / "zomboss"  # the installed command (.venv/bin/zomboss)
 ZOMBOSS = [str(_BIN)] if _BIN.exists() else [sys.executable, "-m", "zomboss.app.cli"]
-TOY = Path(__file__).parent / "data" / "toy.md"
+TOY = ROOT / "tests" / "zomboss" / "data" / "toy.md"
 TOY_TEXT = TOY.read_text()
 MEMORY = 1 << 30  # RLIMIT_AS of every probe
 SECONDS = 10  # RLIMIT_CPU of every probe: CPU seconds, so that a loaded machine does not fail it
 WALL = 120.0  # and a wall-clock stop for a probe that hangs without using the CPU
 # `make test` replays these (one or more per class of the issue); ZOMBOSS_PROBES=all, or the
-# script (python -m tests.zomboss.test_probes), replays every probe
+# script (python -m tests.app.test_cli_hostile_inputs), replays every probe
 QUICK = {
     "planted pickle in the KB cache",
     "simulate plena: nested loops 4194303 x 33000",
