@@ -160,10 +160,15 @@ def test_ctrl_c_stops_promptly_with_exit_130(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(20)  # inside the pool's CP-SAT phase
-    t0 = time.perf_counter()
-    p.send_signal(signal.SIGINT)
-    _, err = p.communicate(timeout=60)
+    try:
+        time.sleep(20)  # inside the pool's CP-SAT phase
+        t0 = time.perf_counter()
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:  # never leave a solver running behind a failed test
+            p.kill()
+            p.communicate()
     assert p.returncode == 130, err
     assert time.perf_counter() - t0 < 15.0
     assert "Traceback" not in err
