@@ -1,10 +1,10 @@
-"""The toy doc the tests of the doc compiler, the KB and the checkers edit (tests/zomboss/data/toy.md)."""
+"""The toy doc the tests of the doc compiler, the KB and the checkers edit (tests/data/toy.md)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-TOY = Path(__file__).parent / "zomboss" / "data" / "toy.md"
+TOY = Path(__file__).parent / "data" / "toy.md"
 TOY_TEXT = TOY.read_text()
 
 

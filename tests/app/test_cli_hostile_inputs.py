@@ -32,7 +32,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 _BIN = Path(sys.executable).parent / "zomboss"  # the installed command (.venv/bin/zomboss)
 ZOMBOSS = [str(_BIN)] if _BIN.exists() else [sys.executable, "-m", "zomboss.app.cli"]
-TOY = ROOT / "tests" / "zomboss" / "data" / "toy.md"
+TOY = ROOT / "tests" / "data" / "toy.md"
 TOY_TEXT = TOY.read_text()
 MEMORY = 1 << 30  # RLIMIT_AS of every probe
 SECONDS = 10  # RLIMIT_CPU of every probe: CPU seconds, so that a loaded machine does not fail it

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from zomboss import expr as ex
 
-TOY = Path(__file__).resolve().parents[1] / "zomboss" / "data" / "toy.md"
+TOY = Path(__file__).resolve().parents[1] / "data" / "toy.md"
 TOY_TEXT = TOY.read_text()
 
 EDGE_INTS = [

@@ -1,4 +1,4 @@
-"""Fixtures for the LLM tests: the small mapping space of tests/zomboss/data/knobs.md, a fake
+"""Fixtures for the LLM tests: the small mapping space of tests/data/knobs.md, a fake
 target on it (cycles from a closed form, always verified) so the real `solve()` loop runs in
 milliseconds, and a loopback chat-completions server."""
 
@@ -20,7 +20,7 @@ from zomboss.solvers.space import build_pool
 from zomboss.target import Evaluation, Mode
 from zomboss.workload import Workload
 
-DOC = Path(__file__).parents[1] / "zomboss" / "data" / "knobs.md"
+DOC = Path(__file__).parents[1] / "data" / "knobs.md"
 SHAPE = {"M": 32, "N": 16, "bias": 0}
 KEY = "sk-test-SECRET-0123456789abcdef"
 

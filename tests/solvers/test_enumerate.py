@@ -15,7 +15,7 @@ from zomboss.legality import check_mapping_values
 from zomboss.mapping import space
 from zomboss.solvers.space import SizingModel, skeletons
 
-TOY = Path(__file__).parents[1] / "zomboss" / "data" / "toy.md"
+TOY = Path(__file__).parents[1] / "data" / "toy.md"
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """Candidate-0 (the lowering of the library default): the reference's instruction-count
 formulas, pinned, and a few defaults outside the suite verified (the suite's are verified once,
-with their programs and cycles pinned, by the golden table of tests/zomboss).
+with their programs and cycles pinned, by the golden table of tests/test_defaults.py).
 
 Counts are executed (dynamic) counts from the loop structure (counts.py, no simulation) and
 are cross-checked against the simulator's own counts on a few instances.

@@ -1,7 +1,7 @@
 """Lowering: every legal mapping lowers to a program the simulator accepts and that verifies
 (randomised differential test over the doc's knob domains), and each knob changes the program
 the way its doc string says. (The library default's programs and cycles are pinned, for every
-suite instance, by the golden table of tests/zomboss.)"""
+suite instance, by the golden table of tests/test_defaults.py.)"""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from zomboss.legality import Checker
 from zomboss.program import Instr, Program, parse_program
 from zomboss.target import doc_path, get_target
 
-TOY = Path(__file__).parent / "data" / "toy.md"
+TOY = Path(__file__).resolve().parents[1] / "data" / "toy.md"
 DOCS = {"toy": TOY, "gemmini": None, "plena": None}
 TOY_KB = load_kb(TOY)
 

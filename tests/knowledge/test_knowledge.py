@@ -14,7 +14,7 @@ import pytest
 from zomboss.doc import DocError
 from zomboss.knowledge import cache_dir, load_kb
 
-TOY = Path(__file__).parent / "data" / "toy.md"
+TOY = Path(__file__).resolve().parents[1] / "data" / "toy.md"
 
 
 def _doc(tmp_path: Path, text: str) -> Path:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from zomboss.app import main
 
-TOY = str(Path(__file__).parent / "data" / "toy.md")
+TOY = str(Path(__file__).resolve().parents[1] / "data" / "toy.md")
 
 
 def test_kb_build_and_out(tmp_path, capsys):

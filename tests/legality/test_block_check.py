@@ -21,7 +21,7 @@ from zomboss.knowledge import load_kb
 from zomboss.legality import Block, Checker
 from zomboss.program import Instr
 
-TOY = Path(__file__).parent / "data" / "toy.md"
+TOY = Path(__file__).resolve().parents[1] / "data" / "toy.md"
 
 
 @pytest.fixture(scope="module")

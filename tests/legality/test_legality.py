@@ -14,7 +14,7 @@ from zomboss.knowledge.query import check_program
 from zomboss.legality import Checker
 from zomboss.program import Instr, ProgramSyntaxError, parse_program
 
-TOY = Path(__file__).parent / "data" / "toy.md"
+TOY = Path(__file__).resolve().parents[1] / "data" / "toy.md"
 
 
 @pytest.fixture(scope="module")

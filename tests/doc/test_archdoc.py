@@ -14,7 +14,7 @@ from zomboss.doc import DocError, parse_doc
 from zomboss.knowledge import compile_doc
 from zomboss.target import doc_path, target_names
 
-TOY = Path(__file__).parent / "data" / "toy.md"
+TOY = Path(__file__).resolve().parents[1] / "data" / "toy.md"
 TEXT = TOY.read_text()
 
 
