@@ -26,14 +26,18 @@ from zomboss.knowledge import facts as F
 from zomboss.knowledge.records import KB
 
 
-def library_text() -> str:
-    """The workload-invariant rule library (`zomboss/knowledge/lp/*.lp`), concatenated in name order."""
+@functools.cache
+def library_files() -> dict[str, str]:
+    """The workload-invariant rule library (`zomboss/knowledge/lp/*.lp`) by file name, in name
+    order: read once per process, whichever part of the KB asks first."""
     root = resources.files("zomboss.knowledge").joinpath("lp")
-    parts = []
-    for entry in sorted(root.iterdir(), key=lambda p: p.name):
-        if entry.name.endswith(".lp"):
-            parts.append(f"% ---- kb/{entry.name} ----\n" + entry.read_text())
-    return "\n".join(parts)
+    entries = sorted((e for e in root.iterdir() if e.name.endswith(".lp")), key=lambda e: e.name)
+    return {e.name: e.read_text() for e in entries}
+
+
+def library_text() -> str:
+    """The whole rule library, concatenated in name order."""
+    return "\n".join(f"% ---- kb/{name} ----\n" + text for name, text in library_files().items())
 
 
 WideCheck = Callable[[Mapping[str, Any], Mapping[str, Any]], bool]  # (values, previous values) -> beyond 32 bits
@@ -455,6 +459,5 @@ def check_asp(kb: KB) -> str:
     and would be grounded for nothing), with the legality library alone. Built once per KB."""
     memo = derived(kb)
     if memo.check is None:
-        legality = resources.files("zomboss.knowledge").joinpath("lp", "legality.lp").read_text()
-        memo.check = kb_program(kb, legality, mappings=False)[0]
+        memo.check = kb_program(kb, library_files()["legality.lp"], mappings=False)[0]
     return memo.check
