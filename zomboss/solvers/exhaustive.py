@@ -177,14 +177,12 @@ def exhaustive(
                 complete = False
                 break
             legal += len(sizings)
-            ranked = sorted(
-                ((sp.from_skeleton(sk, v, wl.shape), v) for v in sizings),
-                key=lambda mv: (sp.cost("bound", mv[0], wl.shape) or 0, mv[0].key()),
-            )
-            for m, _ in ranked:
+            mappings = [sp.from_skeleton(sk, v, wl.shape) for v in sizings]
+            bounds = {m.key(): sp.cost("bound", m, wl.shape) for m in mappings}  # once per mapping
+            for m in sorted(mappings, key=lambda m: (bounds[m.key()] or 0, m.key())):
                 if m.key() in done:
                     continue
-                bound = sp.cost("bound", m, wl.shape)
+                bound = bounds[m.key()]
                 if bound is not None and bound >= state.best().cycles:
                     state.pruned += 1
                     continue
