@@ -52,6 +52,9 @@ class SolveConfig:
     # rerun proposes the same candidates; ~8 wall seconds each on the 2-core reference machine,
     # polish included), classes with the lowest screened estimate first
     pool_seconds: float = 2.5
+    # cost classes sized again by CP-SAT, best screened first; the others keep the screen's
+    # sizing (see `build_pool`)
+    sized_classes: int = 16
     guide_options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -249,7 +252,15 @@ def solve(
     refs = t.reference_mappings(wl, params)
     c0 = refs["library"]
     default = candidate_zero(runner, sp, c0)
-    pool: Pool = build_pool(kb, wl.op, wl.shape, k=cfg.k, near=c0, budget_s=cfg.pool_seconds)
+    pool: Pool = build_pool(
+        kb,
+        wl.op,
+        wl.shape,
+        k=cfg.k,
+        near=c0,
+        budget_s=cfg.pool_seconds,
+        sized=cfg.sized_classes,
+    )
     others = {n: m for n, m in refs.items() if n != "library"}
     state = SearchState(sp, dict(wl.shape), default, others, pool.candidates(), kb=kb, workload=wl.id)
     programs = Programs(t, wl, params)
