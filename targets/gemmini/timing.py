@@ -5,7 +5,8 @@ per-queue capacities, address-range dependencies between queues, a DMA that send
 the aligned power-of-two TileLink requests the RTL picks (over-fetching) with in-flight limits
 (requests, and mvins per the load controller's command tracker) and 16-byte beats, DRAM
 row-buffer misses of an open-page DDR3 (behind the preset's LLC, if it models one: `llc.py`),
-the execute unit's preload/compute overlap rule,
+the load path's pixel repeater (a row loaded with `pixel_repeats` > 1 is written that many
+times), the execute unit's preload/compute overlap rule,
 config_ex draining the array, serialised mvouts and fences.
 
 The engine is a scoreboard evaluated in program order, which is exact for this model
@@ -113,6 +114,17 @@ def read_plan(
             out.append((r * stride + off, -(-size // beat_bytes) * cyc_per_beat))
             fetched += size
     return tuple(out), fetched
+
+
+@lru_cache(maxsize=4096)
+def row_ends(offset: int, nrows: int, nbytes: int, stride: int, max_packet: int, beat_bytes: int) -> tuple[int, ...]:
+    """The index in `read_plan`'s request list of the last request of each DRAM row: the row's
+    data are in once that request's beats have arrived."""
+    out, n = [], 0
+    for r in range(nrows):
+        n += len(dma_packets((offset + r * stride) % max_packet, nbytes, max_packet, beat_bytes))
+        out.append(n - 1)
+    return tuple(out)
 
 
 _COMPUTES = frozenset(("compute_preloaded", "compute_accumulated"))
@@ -246,12 +258,14 @@ class Timing:
         self.ld_stride = [0, 0, 0]
         self.ld_shrunk = [0, 0, 0]
         self.ld_bstride = [cfg.dim] * 3
+        self.ld_pix = [1, 1, 1]  # pixel repeats of each mvin state (config_ld; 0 means 1)
         self.st_stride = 0
         self.st_pool = (0, 0, 0, 0, 0, 0)  # pool_stride, orows, ocols, porows, pocols, pool_out_dim
         self.ws, self.a_t, self.b_t, self.a_stride, self.c_stride = False, 0, 0, 1, 1
         # load engine / DMA reader
         self.ld_free = 0.0
         self.ld_last_done = 0.0
+        self.ld_rep_free = 0.0  # when the pixel repeater has written the rows of the last repeated load
         self.rd_chan = 0.0
         self.rd_ring = [0.0] * preset.max_rd_inflight  # return times, circular
         self.rd_k = 0
@@ -538,7 +552,15 @@ class Timing:
     def _engine_times(self, gen: int) -> list[float]:
         """The times a FSM generator's engine (and queue) is busy until."""
         if gen == GEN_LD:
-            return [self.ld_free, self.ld_last_done, self.rd_chan, *self.rd_ring, *self.ld_trk, *self.rs[LD]]
+            return [
+                self.ld_free,
+                self.ld_last_done,
+                self.ld_rep_free,
+                self.rd_chan,
+                *self.rd_ring,
+                *self.ld_trk,
+                *self.rs[LD],
+            ]
         if gen == GEN_EX:
             return [self.ex_free, self.ex_drained, *self.rs[EX]]
         return [self.st_done, self.wr_chan, self.wr_last_ack, *self.wr_ring, *self.rs[ST]]
@@ -636,7 +658,7 @@ class Timing:
         """(memory, first row, end row) ranges a command may touch (a superset is harmless: a
         row that is not pending stays in the past however far it moves), as a function of the
         command under the current configuration (bound once per `_translate_recent`)."""
-        mask, dim, bstride = self.row_mask, self.dim, tuple(self.ld_bstride)
+        mask, dim, bstride, pix = self.row_mask, self.dim, tuple(self.ld_bstride), tuple(self.ld_pix)
         scale = max(self.a_stride, self.c_stride, 1)
         pool = self.st_pool[1] * self.st_pool[2]  # (a pooled store reads the whole tile)
 
@@ -655,7 +677,10 @@ class Timing:
                 span = (-(-cols // dim) - 1) * (bstride[sid] if sid >= 0 else dim) + max(rows, 1)
                 if sid < 0 and pool > span:
                     span = pool
-                out.append((1 if local & IS_ACC else 0, lo, lo + span))
+                end = lo + span
+                if sid >= 0 and pix[sid] > 1:  # (the repeated writes reach the rows above)
+                    lo = max(0, lo - pix[sid] + 1)
+                out.append((1 if local & IS_ACC else 0, lo, end))
             return out
 
         return rows_of
@@ -675,14 +700,17 @@ class Timing:
         self.row_misses += 1
         return self.p.dram_row_miss
 
-    def _read_rows(self, t: float, addr: int, nrows: int, nbytes: int, stride: int) -> tuple[float, float]:
+    def _read_rows(
+        self, t: float, addr: int, nrows: int, nbytes: int, stride: int, arrivals: list[float] | None = None
+    ) -> tuple[float, float]:
         """Issue the read requests of nrows DRAM rows from time t; returns (issue end, last data).
 
         `rd_ring` is a circular buffer of the data-return times of the last max_rd_inflight
         requests: a request may issue once the one max_rd_inflight before it has returned.
+        `arrivals`, if given, receives each request's last-data time in issue order.
         """
         if self.llc is not None:
-            return self._read_rows_llc(t, addr, nrows, nbytes, stride)
+            return self._read_rows_llc(t, addr, nrows, nbytes, stride, arrivals)
         p = self.p
         lat = p.rd_latency
         page_shift = self.row_shift
@@ -704,13 +732,17 @@ class Timing:
             ring[k] = chan
             k = nxt[k]
             t += 1
+            if arrivals is not None:
+                arrivals.append(chan)
         self.rd_chan, self.rd_k = chan, k
         self.rd_packets += len(plan)
         self.rd_bytes += nrows * nbytes
         self.rd_fetched += fetched
         return t, chan
 
-    def _read_rows_llc(self, t: float, addr: int, nrows: int, nbytes: int, stride: int) -> tuple[float, float]:
+    def _read_rows_llc(
+        self, t: float, addr: int, nrows: int, nbytes: int, stride: int, arrivals: list[float] | None = None
+    ) -> tuple[float, float]:
         """`_read_rows` behind the LLC: a request that hits returns after rd_latency; one that
         misses also waits llc_miss_latency for the DRAM and pays the row-miss stall if it opens
         another DRAM row (only misses reach the DRAM). Both share the one return channel."""
@@ -747,6 +779,8 @@ class Timing:
             ring[k] = chan
             k = nxt[k]
             t += 1
+            if arrivals is not None:
+                arrivals.append(chan)
         self.rd_chan, self.rd_k = chan, k
         self.llc_hits += hits
         self.llc_misses += len(plan) - hits
@@ -759,8 +793,9 @@ class Timing:
     # load queue
     # ------------------------------------------------------------------------------------------
     def _config_ld(self, args: tuple[int, ...], t: float) -> None:
-        sid, stride, shrunk, bstride, _pix, _scale = args
+        sid, stride, shrunk, bstride, pix, _scale = args
         self.ld_stride[sid], self.ld_shrunk[sid], self.ld_bstride[sid] = stride, shrunk, bstride
+        self.ld_pix[sid] = pix if pix > 1 else 1  # (LoadController: 0 means 1)
         start = t if t > self.ld_free else self.ld_free
         self.ld_free = start + 1
         self.busy_fixed.add(start, start + 1)
@@ -772,6 +807,13 @@ class Timing:
         row = local & self.row_mask
         blocks = -(-cols // self.dim)
         hi = row + (blocks - 1) * self.ld_bstride[sid] + rows
+        pix = self.ld_pix[sid]
+        if pix > 1 and not m:
+            # The pixel repeater writes repeat q of a row q rows up, not below the start of the
+            # row's scratchpad half (PixelRepeater.scala floorSub, lines 60-68); the RS's range
+            # for the load starts there too (ReservationStation.scala lines 289-304).
+            base = 0 if row < self.sp_half else self.sp_half
+            row = max(base, row - (pix - 1))
         ready = t if t > self.ld_free else self.ld_free
         # The RS makes a load wait for older loads only until they have issued (deps_ld of a load:
         # `entries_ld.map { e => e.valid && !e.bits.issued }`), which the in-order load engine
@@ -808,14 +850,18 @@ class Timing:
         if v > ready:
             ready = v
         if dram == 0:  # ZeroWriter: one row (block) per cycle, no memory traffic
-            busy = ready + rows * blocks
+            busy = ready + rows * blocks * pix  # (its own pixel repeater writes each row pix times)
             self.ld_free = busy
             done = busy + 1
+        elif pix > 1 and not m:
+            done = self._mvin_repeated(ready, dram, rows, cols, blocks, sid, pix)
         else:
             esz = 4 if (m and not self.ld_shrunk[sid]) else 1
             stride = self.ld_stride[sid]
             issue_end, last = self._read_rows(ready, dram, 1 if stride == 0 else rows, cols * esz, stride)
             sram_end = ready + rows * blocks  # one SRAM row write per cycle
+            if not m and self.ld_rep_free > ready:  # (behind a repeated load's writes: one write path)
+                sram_end = max(sram_end, self.ld_rep_free - self.p.spad_write_latency + rows * blocks)
             self.ld_free = issue_end if issue_end > ready + rows else ready + rows
             done = (last if last > sram_end else sram_end) + self.p.spad_write_latency
         trk[k] = done  # (the Scratchpad reports the bytes once mvin_scale has written them)
@@ -829,6 +875,31 @@ class Timing:
         elif done > self.w_top:
             self.w_top = done
         heappush(self.rs[LD], done)
+
+    def _mvin_repeated(self, ready: float, dram: int, rows: int, cols: int, blocks: int, sid: int, pix: int) -> float:
+        """A scratchpad load with pixel repeats from DRAM; returns when its last write is done.
+
+        Each row leaves the mvin scale pipeline (`spad_write_latency`) into the pixel repeater,
+        which holds it for `pix` cycles, one scratchpad write each, before it takes the next
+        (ucb-bar/gemmini PixelRepeater.scala: `io.req.ready` only once the row's repeat count is
+        0, line 46; the count steps down once per written repeat, lines 74-85; Scratchpad.scala
+        puts it between the mvin scale unit and the SRAM banks). So the rows are written at
+        one per `pix` cycles (per block), after their data have arrived and after the rows of
+        the repeated load before them (the repeater serves one load at a time, in order)."""
+        stride = self.ld_stride[sid]
+        nsrc = 1 if stride == 0 else rows
+        arrivals: list[float] = []
+        issue_end, _last = self._read_rows(ready, dram, nsrc, cols, stride, arrivals)
+        p = self.p
+        ends = row_ends(dram % p.max_packet, nsrc, cols, stride, p.max_packet, p.beat_bytes)
+        lat, per_row = p.spad_write_latency, pix * blocks
+        w = self.ld_rep_free
+        for r in range(rows):
+            a = arrivals[ends[r if nsrc > 1 else 0]] + lat
+            w = (a if a > w else w) + per_row
+        self.ld_rep_free = w
+        self.ld_free = issue_end if issue_end > ready + rows else ready + rows
+        return w
 
     # ------------------------------------------------------------------------------------------
     # execute queue
@@ -1112,6 +1183,7 @@ class Timing:
     _ENGINE_SCALARS = (  # the engines' clocks (what a mark inside a loop compares)
         "ld_free",
         "ld_last_done",
+        "ld_rep_free",
         "rd_chan",
         "ex_free",
         "ex_drained",
@@ -1203,6 +1275,7 @@ class Timing:
             tuple(self.ld_stride),
             tuple(self.ld_shrunk),
             tuple(self.ld_bstride),
+            tuple(self.ld_pix),
             self.st_stride,
             self.st_pool,
             any(len(h) > c + 1 for h, c in zip(self.rs, self.cap, strict=True)),
