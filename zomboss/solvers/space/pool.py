@@ -82,6 +82,13 @@ def cost_relevant(sp: Space) -> tuple[str, ...]:
     return tuple(k.name for k in sp.symbolic if k.name in names)
 
 
+def fixed_bound(sp: Space) -> bool:
+    """Whether the doc's bound reads no integer knob: one value for every sizing of a class, so
+    its minimum over the class needs no CP-SAT (and every class of a pool has it)."""
+    bnd = sp.costs.get("bound")
+    return bnd is not None and not ({r.name for r in ex.refs(bnd.expr)} & {k.name for k in sp.integer})
+
+
 def distance(s: Mapping[str, object], ref: Mapping[str, object] | None) -> int:
     """Knobs on which two mappings differ (0 without a reference)."""
     if ref is None:
@@ -129,8 +136,7 @@ def build_pool(
     for c in classes.values():
         c.members.sort(key=lambda s: distance(s, ref))
     est, bnd = sp.costs.get("estimate"), sp.costs.get("bound")
-    integer = {k.name for k in sp.integer}
-    bound_fixed = bnd is not None and not ({r.name for r in ex.refs(bnd.expr)} & integer)
+    bound_fixed = fixed_bound(sp)
     by_group: dict[tuple[tuple[str, str], ...], list[CostClass]] = {}
     sizing_knobs = relevant_symbolic(sp)
     for c in sorted(classes.values(), key=lambda c: (distance(c.members[0], ref), c.key)):
