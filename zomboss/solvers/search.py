@@ -58,6 +58,19 @@ class SolveConfig:
     guide_options: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class SolveProgress:
+    """What a progress display shows of a guided search: the phase ("candidate-0", "pool",
+    "search", "verify"), the simulations of the budget, the incumbent (None before
+    Candidate-0 is timed) and the elapsed time."""
+
+    phase: str
+    simulations: int
+    budget: int
+    incumbent: int | None
+    elapsed_s: float
+
+
 @dataclass
 class SolveResult(Record):
     target: str
@@ -242,16 +255,26 @@ def solve(
     store: Store | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     guide: Guide | None = None,
+    status: Callable[[SolveProgress], None] | None = None,
 ) -> SolveResult:
+    """The guided search of one instance (see the module docstring); `progress` is told each
+    simulation (the bench's counter), `status` each phase and simulation (a display)."""
     cfg = cfg or SolveConfig()
     t_start = time.perf_counter()
+
+    def show(phase: str, sims: int, best: int | None) -> None:
+        if status is not None:
+            status(SolveProgress(phase, sims, cfg.budget, best, time.perf_counter() - t_start))
+
     kb = t.kb(params)
     sp = space(kb, wl.op)
     guide = guide or make_guide(cfg.guide, cfg.seed, **cfg.guide_options)
     runner = Runner(t, wl, params, store, guide.name)
     refs = t.reference_mappings(wl, params)
     c0 = refs["library"]
+    show("candidate-0", 0, None)
     default = candidate_zero(runner, sp, c0)
+    show("pool", 0, default.cycles)
     pool: Pool = build_pool(
         kb,
         wl.op,
@@ -303,6 +326,8 @@ def solve(
             history.append({"n": sims, "source": p.source or guide.name, "cycles": cycles, "best": state.best().cycles})
             if progress is not None:
                 progress(f"{t.name}:{wl.id}", sims, cfg.budget)
+            show("search", sims, state.best().cycles)
+    show("verify", sims, state.best().cycles)
     winner, verification = verify_winner(runner, state)
     tokens = getattr(guide, "tokens", None)
     if store is not None and hasattr(guide, "store_calls"):
