@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from zomboss.results import read_best
 from zomboss.solvers.search import SolveConfig, solve
 from zomboss.target import get_target
 
@@ -30,29 +31,17 @@ CASES = [
 ]
 
 
-def reported_best() -> dict[tuple[str, str], int]:
-    """The `best` column of the report's per-instance table, by (target, workload)."""
-    lines = REPORT.read_text().splitlines()
-    head = next(i for i, line in enumerate(lines) if line.startswith("| target | workload |"))
-    cols = [c.strip() for c in lines[head].strip("|").split("|")]
-    out = {}
-    for line in lines[head + 2 :]:
-        if not line.startswith("|"):
-            break
-        row = dict(zip(cols, (c.strip() for c in line.strip("|").split("|")), strict=True))
-        out[(row["target"], row["workload"])] = int(row["best"])
-    return out
-
-
 def test_the_report_table_is_read():
-    best = reported_best()
+    with pytest.raises(ValueError, match="per-instance table"):
+        read_best("# no table here")
+    best = read_best(REPORT.read_text())
     assert len(best) == 69 and best[("gemmini", "mm256")] == 67623
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("target", "workload"), CASES, ids=[f"{t}-{w}" for t, w in CASES])
 def test_guided_search_is_no_slower_than_the_committed_report(target, workload):
-    best = reported_best()[(target, workload)]
+    best = read_best(REPORT.read_text())[(target, workload)]
     t = get_target(target)
     res = solve(t, t.workload(workload), {}, SolveConfig())
     assert res.verified
