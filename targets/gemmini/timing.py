@@ -1394,7 +1394,7 @@ class Timing:
         busy = (self.busy_ex, self.busy_ld, self.busy_st, self.busy_fixed)
         lo, hi = s.since - s.dt / s.periods, s.since
         window = _busy_lengths(lo, hi, [b.within(lo, hi) for b in busy], self.skipped.within(lo, hi))
-        compute = float(s.tally[0]) / s.periods
+        compute = min(float(s.tally[0]) / s.periods, s.dt / s.periods)  # (a drain may outlast its period)
         either = max(window[1], compute)
         lengths = [x * s.periods for x in (compute, either, max(window[2], either))]
         for b in busy:
