@@ -34,7 +34,10 @@ to one of four parts, by priority:
   for the array to drain, engines waiting on each other.
 
 The four parts are integers summing to `cycles()`. The accounting only records intervals the
-scoreboard already computes; it never changes a time.
+scoreboard already computes; it never changes a time. A timing-only run that skips steady
+periods (`skip`) keeps its breakdown with its cycles: the skipped stretch counts the busy time
+of its periods (`_Skipped`), and the busy time pending at the skip moves behind the stretch,
+as the pending times do.
 """
 
 from __future__ import annotations
@@ -149,11 +152,12 @@ class _Busy:
     """The union of an engine's busy intervals, merged as they arrive (almost always in start
     order; out-of-order intervals are sorted in once, at the end)."""
 
-    __slots__ = ("ivs", "ordered")
+    __slots__ = ("ivs", "ordered", "_length")
 
     def __init__(self) -> None:
         self.ivs: list[list[float]] = []
         self.ordered = True
+        self._length = 0.0  # of the union, while ordered
 
     def add(self, s: float, e: float) -> None:
         if e <= s:
@@ -164,16 +168,132 @@ class _Busy:
             if s <= last[1]:
                 if s >= last[0]:
                     if e > last[1]:
+                        self._length += e - last[1]
                         last[1] = e
                     return
                 self.ordered = False
         ivs.append([s, e])
+        self._length += e - s
 
     def merged(self) -> list[list[float]]:
         if not self.ordered:
             self.ivs = _union(sorted(self.ivs))
             self.ordered = True
+            self._length = sum(e - s for s, e in self.ivs)
         return self.ivs
+
+    def length(self) -> float:
+        """The union's total length."""
+        self.merged()
+        return self._length
+
+    def shift(self, at: float, dt: float) -> None:
+        """Move the busy time from `at` on later by `dt` (splitting an interval across `at`):
+        a skip moves the work pending at its mark behind the skipped periods."""
+        ivs = self.merged()
+        i = len(ivs)
+        while i and ivs[i - 1][1] > at:
+            i -= 1
+        if i < len(ivs) and ivs[i][0] < at:
+            ivs.insert(i + 1, [at, ivs[i][1]])
+            ivs[i][1] = at
+            i += 1
+        for iv in ivs[i:]:
+            iv[0] += dt
+            iv[1] += dt
+
+    def within(self, lo: float, hi: float) -> list[list[float]]:
+        """The busy intervals clipped to [lo, hi), in order."""
+        ivs = self.merged()
+        out = []
+        for iv in reversed(ivs):
+            if iv[1] <= lo:
+                break
+            if iv[0] < hi:
+                out.append([max(iv[0], lo), min(iv[1], hi)])
+        out.reverse()
+        return out
+
+
+class _Skipped:
+    """The skipped periods of a timing-only run (`Timing.skip`): disjoint spans of the makespan
+    in order, each with the lengths of the compute, compute-or-memory and any-busy unions its
+    periods had, measured on the period before the skip. The work pending at a skip moves
+    behind its span, as its times do, but work of another stream may overlap a span (the next
+    hardware loop's loads, issued by a CPU clock that the skip did not move): a span counts
+    as busy in the proportion its periods were, except where a recorded interval is."""
+
+    __slots__ = ("spans", "compute")
+
+    def __init__(self) -> None:
+        self.spans: list[list[float]] = []  # [start, end, compute, busy, busy or fixed]
+        self.compute = 0.0  # the spans' compute lengths, summed
+
+    def shift(self, at: float, dt: float) -> None:
+        """Move the spans from `at` on later by `dt` (one across `at` split in proportion)."""
+        spans = self.spans
+        i = len(spans)
+        while i and spans[i - 1][1] > at:
+            i -= 1
+        if i < len(spans) and spans[i][0] < at:
+            s, e, *ls = spans[i]
+            f = (at - s) / (e - s)
+            spans[i] = [s, at, *(x * f for x in ls)]
+            spans.insert(i + 1, [at, e, *(x * (1 - f) for x in ls)])
+            i += 1
+        for sp in spans[i:]:
+            sp[0] += dt
+            sp[1] += dt
+
+    def add(self, start: float, end: float, lengths: Sequence[float]) -> None:
+        """A new span (after `shift(start, end - start)`: no span lies inside it)."""
+        spans = self.spans
+        i = len(spans)
+        while i and spans[i - 1][0] >= start:
+            i -= 1
+        spans.insert(i, [start, end, *lengths])
+        self.compute += lengths[0]
+
+    def within(self, lo: float, hi: float) -> list[list[float]]:
+        """The spans that overlap [lo, hi), in order."""
+        out = []
+        for sp in reversed(self.spans):
+            if sp[1] <= lo:
+                break
+            if sp[0] < hi:
+                out.append(sp)
+        out.reverse()
+        return out
+
+
+def _uncovered(ivs: list[list[float]], spans: list[list[float]], k: int, lo: float, hi: float) -> float:
+    """The busy length (lengths[k]) of the spans inside [lo, hi) outside the sorted disjoint
+    intervals `ivs`: each span's length there times the fraction of its periods that was busy."""
+    total = 0.0
+    j, n = 0, len(ivs)
+    for s, e, *lengths in spans:
+        a, b = max(s, lo), min(e, hi)
+        if b <= a:
+            continue
+        while j < n and ivs[j][1] <= a:
+            j += 1
+        free = b - a
+        i = j
+        while i < n and ivs[i][0] < b:
+            free -= max(0.0, min(ivs[i][1], b) - max(ivs[i][0], a))
+            i += 1
+        total += lengths[k] / (e - s) * free
+    return total
+
+
+def _busy_lengths(lo: float, hi: float, ivs: Sequence[list[list[float]]], spans: list[list[float]]) -> list[float]:
+    """Lengths inside [lo, hi) of the compute, memory-or-compute and any-busy unions of the
+    execute, load, store and fixed-cost busy intervals `ivs` and the skipped spans (`_Skipped`)."""
+    ex, ld, st, fx = ivs
+    compute = _union(ex)
+    busy = _union(compute, ld, st)
+    unions = (compute, busy, _union(busy, fx))
+    return [_length(u, hi, lo) + _uncovered(u, spans, k, lo, hi) for k, u in enumerate(unions)]
 
 
 def _union(*parts: list[list[float]]) -> list[list[float]]:
@@ -188,11 +308,11 @@ def _union(*parts: list[list[float]]) -> list[list[float]]:
     return out
 
 
-def _length(ivs: list[list[float]], end: float) -> float:
-    """Total length of sorted disjoint intervals inside [0, end)."""
+def _length(ivs: list[list[float]], end: float, start: float = 0.0) -> float:
+    """Total length of sorted disjoint intervals inside [start, end)."""
     total = 0.0
     for s, e in ivs:
-        lo, hi = max(s, 0.0), min(e, end)
+        lo, hi = max(s, start), min(e, end)
         if hi > lo:
             total += hi - lo
     return total
@@ -338,7 +458,7 @@ class Timing:
         # busy intervals for the cycle breakdown (see the module docstring)
         self.busy_ex, self.busy_ld, self.busy_st, self.busy_fixed = _Busy(), _Busy(), _Busy(), _Busy()
         self.busy_fixed.add(0.0, float(preset.kernel_overhead))
-        self.extra_busy = [0.0, 0.0, 0.0]  # busy lengths of extrapolated periods (see `skip`)
+        self.skipped = _Skipped()  # the busy lengths of extrapolated periods (see `skip`)
         self._recent: tuple = ()  # the last loop's entries
         self._handlers = {
             "mvin": lambda a, t: self._mvin(0, a, t),
@@ -547,7 +667,7 @@ class Timing:
         # earlier phase, e.g. loads still streaming in under the execute stream) is not part of
         # the period and would be wrongly extended by a skip.
         idle = all(max(self._engine_times(g)) <= now for g in (GEN_LD, GEN_EX, GEN_ST) if g not in gens)
-        return Mark(now, state, counters, (), self._key() if idle else object())
+        return Mark(now, state, counters, (), self._key() if idle else object(), self._tally())
 
     def _engine_times(self, gen: int) -> list[float]:
         """The times a FSM generator's engine (and queue) is busy until."""
@@ -1248,7 +1368,7 @@ class Timing:
         state = np.concatenate(parts)
         np.maximum(state, -1.0, out=state)
         counters = np.array([float(getattr(self, n)) for n in self._COUNTERS])
-        return Mark(now, state, counters, tuple(self.loop_count), self._key(sp_half))
+        return Mark(now, state, counters, tuple(self.loop_count), self._key(sp_half), self._tally())
 
     def _half_banks(self) -> int:
         """Banks per scratchpad half (0 when a half does not end on a bank boundary: then a
@@ -1281,23 +1401,9 @@ class Timing:
             any(len(h) > c + 1 for h, c in zip(self.rs, self.cap, strict=True)),
         )
 
-    def _recent_lengths(self, lo: float, hi: float) -> list[float]:
-        """Lengths inside [lo, hi) of the compute, memory-or-compute and any-busy unions, from
-        the intervals recorded last (scanned back from the end of each engine's list)."""
-
-        def recent(b: _Busy) -> list[list[float]]:
-            out = []
-            for iv in reversed(b.ivs):
-                if iv[1] < lo - (hi - lo):  # well before the window: older ones are too
-                    break
-                if iv[1] > lo and iv[0] < hi:
-                    out.append([max(iv[0], lo), min(iv[1], hi)])
-            return sorted(out)
-
-        ex, ld, st, fx = (recent(b) for b in (self.busy_ex, self.busy_ld, self.busy_st, self.busy_fixed))
-        compute = _union(ex)
-        busy = _union(compute, ld, st)
-        return [_length(compute, hi), _length(busy, hi), _length(_union(busy, fx), hi)]
+    def _tally(self) -> np.ndarray:
+        """A mark's `tally`: the array's busy time so far, skipped periods included (`skip`)."""
+        return np.array([self.busy_ex.length() + self.skipped.compute])
 
     def skip(self, s: Skip, sp_swap: bool = False, acc_swap: bool = False, rows: bool = True) -> None:
         """Advance over `s.periods` periods: every pending time from the last mark on moves by
@@ -1345,11 +1451,29 @@ class Timing:
         for i, n in enumerate(self._COUNTERS):
             v = getattr(self, n)
             setattr(self, n, v + (round(c[i]) if isinstance(v, int) else float(c[i])))
-        period = dt / s.periods
-        for i, v in enumerate(self._recent_lengths(s.since - period, s.since)):
-            self.extra_busy[i] += v * s.periods
+        self._skip_busy(s)
         if s.linear:
             self.loop_count = [x + d for x, d in zip(self.loop_count, s.linear, strict=True)]
+
+    def _skip_busy(self, s: Skip) -> None:
+        """The breakdown's part of a skip: the skipped periods become a span of `skipped`, and
+        the busy time recorded after the mark (the pending work) moves behind it, as the
+        pending times did. A span's busy time is a period's, `periods` times over: the array's
+        is what the marks' tallies say the last periods' commands kept it busy (its intervals
+        arrive in program order, so each command's share is its own, where the window before
+        the mark may still hold an earlier loop's tail); the unions with the memory and fixed
+        costs, which no command owns (a load timed earlier may cover the time), are the last
+        period's window's."""
+        busy = (self.busy_ex, self.busy_ld, self.busy_st, self.busy_fixed)
+        lo, hi = s.since - s.dt / s.periods, s.since
+        window = _busy_lengths(lo, hi, [b.within(lo, hi) for b in busy], self.skipped.within(lo, hi))
+        compute = min(float(s.tally[0]) / s.periods, s.dt / s.periods)  # (a drain may outlast its period)
+        either = max(window[1], compute)
+        lengths = [x * s.periods for x in (compute, either, max(window[2], either))]
+        for b in busy:
+            b.shift(s.since, s.dt)
+        self.skipped.shift(s.since, s.dt)
+        self.skipped.add(s.since, s.since + s.dt, lengths)
 
     # ------------------------------------------------------------------------------------------
     # CPU-side
@@ -1386,12 +1510,10 @@ class Timing:
     def breakdown(self) -> dict[str, int]:
         """`cycles()` split into compute / memory / overhead / stall (module docstring)."""
         end = max(self.idle_time(), self.t_cpu)
-        compute = self.busy_ex.merged()
-        busy = _union(compute, self.busy_ld.merged(), self.busy_st.merged())
-        fixed = _union(busy, self.busy_fixed.merged())
-        extra = self.extra_busy
+        busy = (self.busy_ex, self.busy_ld, self.busy_st, self.busy_fixed)
+        lengths = _busy_lengths(0.0, end, [b.merged() for b in busy], self.skipped.spans)
         total = self.cycles()
-        cmo = min(total, round(_length(fixed, end) + extra[2]))
-        cm = min(cmo, round(_length(busy, end) + extra[1]))
-        c = min(cm, round(_length(compute, end) + extra[0]))
+        cmo = min(total, round(lengths[2]))
+        cm = min(cmo, round(lengths[1]))
+        c = min(cm, round(lengths[0]))
         return {"compute": c, "memory": cm - c, "stall": total - cmo, "overhead": cmo - cm}
