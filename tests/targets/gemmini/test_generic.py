@@ -71,7 +71,15 @@ def test_suite_default_matches_the_hand_written_simulator(wid):
 MAPPED: list[bool] = []
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+# derandomized: `test_zz_random_mappings_were_mostly_simulated` counts this test's draws, and
+# about one in three draws is an absurd corner the sizer refuses, so 20 fresh draws per run left
+# it failing now and then (8 of 20) on nothing but luck
+@settings(
+    max_examples=20,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(
     op=st.sampled_from(["matmul", "conv"]),
     dims=st.lists(st.integers(1, 5), min_size=4, max_size=4),
