@@ -28,7 +28,7 @@ from zomboss.targets.gemmini.presets import DEFAULT_PRESET, Preset, Rtl, get_pre
 from zomboss.targets.gemmini.timing import Timing
 
 from zomboss.errors import IllegalProgram
-from zomboss.legality import Checker
+from zomboss.legality import Checker, check_block
 from zomboss.machine import steady as steady
 from zomboss.program import Instr, Item, Program
 from zomboss.util import over_budget
@@ -87,7 +87,7 @@ class _Run:
         self.st_scale_bits = ONE_F32_BITS
         # steady-state extrapolation over the lowering's loop nest: timing-only runs only
         # A skipped nest iteration is never executed, so only runs without the rule checker skip
-        # them; a skipped FSM group inside a loop the checker vouched for (`Checker.block`)
+        # them; a skipped FSM group inside a loop the checker vouched for (`check_block`)
         # has been checked, so checked runs may extrapolate the loops' timing.
         # A modelled LLC is not part of the steady state: a skipped period would leave it stale.
         timed_only = bool(extrapolate) and self.tm is not None and self.tm.llc is None and self.machine is None
@@ -118,7 +118,7 @@ class _Run:
         """Run the commands of one hardware loop."""
         tm, machine, checker, counts = self.tm, self.machine, self.checker, self.counts
         counts.update(exp.counts)
-        if checker is not None and (blk := exp.block(line)) is not None and checker.block(blk):
+        if checker is not None and (blk := exp.block(line)) is not None and check_block(checker, blk):
             checker = None  # every command checked (and legal) at once; else one by one below
         if machine is None and checker is None:
             if tm is not None:

@@ -1,6 +1,6 @@
 """expr.py's semantics over NumPy columns: one expression evaluated for many instructions at once.
 
-The block checker (`legality.Checker.block`) evaluates each rule of a mnemonic for every
+The block checker (`legality.block.check_block`) evaluates each rule of a mnemonic for every
 command of a hardware-loop expansion in one pass instead of once per command. An expression
 is compiled once (closures over its tree, no generated source) into a function of an
 environment of columns. A column is an int64 array (or a Python scalar, broadcast) with the
