@@ -155,3 +155,38 @@ def test_on_chip_memories_are_bounded_at_their_declaration(param, message, capsy
     assert main(["default", "plena", "rms_4x384", "--param", param]) == 2
     err = capsys.readouterr().err
     assert re.search(message, err) and f"(with --param {param})" in err and err.count("\n") == 1
+
+
+# ---- numeric flags and id lists are checked by the parser ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["solve", "plena", "rope_4x64", "--budget", "-1"], "argument --budget: expected at least 1, got -1"),
+        (["solve", "plena", "rope_4x64", "--budget", "x"], "argument --budget: expected an integer, got 'x'"),
+        (["solve", "plena", "rope_4x64", "--exhaustive", "--time-limit", "0"], "--time-limit: expected a positive"),
+        (["solve", "plena", "rope_4x64", "--exhaustive", "--time-limit", "inf"], "--time-limit: expected a positive"),
+        (["bench", "--suite", "plena", "--workers", "100000"], "argument --workers: expected 1..64, got 100000"),
+        (["bench", "--suite", "plena", "--workers", "0"], "argument --workers: expected 1..64, got 0"),
+        (["bench", "--suite", "plena", "--budget", "0"], "argument --budget: expected at least 1, got 0"),
+        (["bench", "--suite", "plena", "--only", ","], "--only: expected one or more comma-separated ids"),
+        (["default", "gemmini", "mm256", "--samples", "0"], "argument --samples: expected at least 1, got 0"),
+        (["space", "gemmini", "mm256", "--count-seconds", "-2"], "--count-seconds: expected a positive"),
+    ],
+)
+def test_numeric_flags_are_refused_before_any_work(argv, message, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_only_takes_a_comma_list_as_well_as_the_repeated_flag(tmp_path, capsys):
+    db = str(tmp_path / "r.db")
+    base = ["bench", "--defaults-only", "--suite", "plena", "--workers", "1", "--json", "--db", db]
+    assert main([*base, "--only", "rms_4x384,rope_4x64", "--report", str(tmp_path / "r1")]) == 0
+    comma = sorted(r["workload"] for r in json.loads(capsys.readouterr().out)["results"])
+    assert main([*base, "--only", "rms_4x384", "--only", "rope_4x64", "--report", str(tmp_path / "r2")]) == 0
+    repeated = sorted(r["workload"] for r in json.loads(capsys.readouterr().out)["results"])
+    assert comma == repeated == ["rms_4x384", "rope_4x64"]

@@ -10,6 +10,8 @@ import sys
 import time
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from zomboss.mapping import space
 from zomboss.results import Store
@@ -19,9 +21,19 @@ from zomboss.solvers.space import SizingModel
 from zomboss.solvers.space.enumerate import skeletons
 from zomboss.target import Mode, get_target
 
-# small spaces whose every legal mapping the test can simulate (Gemmini's pool of 2,690 cost
-# classes does not fit a test's time yet, even for a 32x32x32 matmul: see docs/exhaustive.md)
-SMALL = [("plena", "lin_60m_kv")]
+# small spaces of every PLENA and VTA op family, whose every legal mapping the test can simulate
+# (Gemmini's smallest matmul has 2,690 skeletons, tens of thousands of legal mappings: brute
+# force does not fit a test's time)
+SMALL = [
+    ("plena", "lin_60m_kv"),
+    ("plena", "rms_4x384"),
+    ("plena", "sm_16x64"),
+    ("plena", "rope_4x64"),
+    ("plena", "attn_64"),
+    ("plena", "ffn_16x128x256"),
+    ("vta", "dense_128"),
+    ("vta", "r18_c7"),
+]
 
 
 def brute_force(target: str, wid: str) -> tuple[int, int]:
@@ -60,6 +72,22 @@ def test_exhaustive_optimum_equals_brute_force(target, wid, tmp_path):
     assert res.gap == 0.0 and res.lower_bound_cycles == res.optimum_cycles
     # the winner is verified on full simulation, which the timing-only ranking matches within 1 %
     assert abs(res.optimum_cycles - best) <= 0.01 * best, (res.optimum_cycles, best)
+
+
+@pytest.mark.slow
+@settings(max_examples=6, deadline=None, derandomize=True)
+@given(
+    op=st.sampled_from(["rmsnorm", "softmax"]),
+    rows=st.sampled_from([1, 2, 4, 8, 16]),
+    cols=st.sampled_from([64, 128, 192, 256]),
+)
+def test_pruning_never_loses_the_optimum_on_random_small_workloads(op, rows, cols, tmp_path_factory):
+    wid = f"rmsnorm:rows={rows},hidden={cols}" if op == "rmsnorm" else f"softmax:rows={rows},cols={cols}"
+    best, _ = brute_force("plena", wid)
+    t = get_target("plena")
+    res = exhaustive(t, t.workload(wid), {}, store=Store(tmp_path_factory.mktemp("s") / "s.sqlite"))
+    assert res.complete and res.optimum_cycles is not None
+    assert abs(res.optimum_cycles - best) <= 0.01 * best, (wid, res.optimum_cycles, best)
 
 
 def test_relative_gap():

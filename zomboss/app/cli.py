@@ -25,6 +25,45 @@ if TYPE_CHECKING:  # the solvers load lazily, for the CLI's start-up time
     from zomboss.solvers.search import SolveProgress
 
 
+MAX_WORKERS = 64  # a process pool beyond this forks more than any machine here runs at once
+
+
+def _count(lo: int, hi: int | None = None) -> Callable[[str], int]:
+    """An argparse type: an integer in [lo, hi] (a budget, a sample count, a pool size)."""
+
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if v < lo or (hi is not None and v > hi):
+            raise argparse.ArgumentTypeError(
+                f"expected {lo}..{hi}, got {v}" if hi else f"expected at least {lo}, got {v}"
+            )
+        return v
+
+    return parse
+
+
+def _seconds(text: str) -> float:
+    """An argparse type: a positive number of seconds."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not v > 0 or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text}")
+    return v
+
+
+def _ids(text: str) -> list[str]:
+    """An argparse type: one or more comma-separated ids (`--only a,b`, or the flag repeated)."""
+    out = [x.strip() for x in text.split(",") if x.strip()]
+    if not out:
+        raise argparse.ArgumentTypeError(f"expected one or more comma-separated ids, got {text!r}")
+    return out
+
+
 def _fraction(text: str) -> float:
     """An argparse type: a number in [0, 1] (a relative gap)."""
     try:
@@ -573,7 +612,7 @@ def build_parser() -> argparse.ArgumentParser:
         "auto (default): full unless the operands are too large to allocate or the kernel executes "
         "more than 20M instructions (then timing only, and the result says why)",
     )
-    d.add_argument("--samples", type=int, default=8, help="output blocks --verify sampled checks (default 8)")
+    d.add_argument("--samples", type=_count(1), default=8, help="output blocks --verify sampled checks (default 8)")
     d.add_argument("--seed", type=int, default=0, help="the seed of the sampled blocks and their inputs")
     d.set_defaults(fn=cmd_default)
 
@@ -581,7 +620,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("target")
     sp.add_argument("workload", help="suite id or OP:KEY=VALUE,...")
     sp.add_argument(
-        "--count-seconds", type=float, default=4.0, metavar="S", help="CP-SAT budget for counting legal mappings"
+        "--count-seconds", type=_seconds, default=4.0, metavar="S", help="CP-SAT budget for counting legal mappings"
     )
     sp.set_defaults(fn=cmd_space)
 
@@ -590,12 +629,12 @@ def build_parser() -> argparse.ArgumentParser:
     so.add_argument("workload", help="suite id or OP:KEY=VALUE,...")
     so.add_argument("--guide", default="cost", choices=GUIDE_NAMES)
     so.add_argument(
-        "--budget", type=int, default=32, metavar="N", help="timing-only simulations of searched candidates"
+        "--budget", type=_count(1), default=32, metavar="N", help="timing-only simulations of searched candidates"
     )
     so.add_argument("--seed", type=int, default=0)
     so.add_argument("--exhaustive", action="store_true", help="simulate or prune (sound bound) every legal mapping")
     so.add_argument(
-        "--time-limit", type=float, default=None, metavar="S", help="stop an exhaustive run after S seconds"
+        "--time-limit", type=_seconds, default=None, metavar="S", help="stop an exhaustive run after S seconds"
     )
     so.add_argument(
         "--gap",
@@ -630,12 +669,19 @@ def build_parser() -> argparse.ArgumentParser:
     bn = sub.add_parser("bench", parents=[common, store, llm], help="search every suite instance: results DB + report")
     bn.add_argument("--suite", default="all", help="a target name, or all")
     bn.add_argument("--guide", default="cost", choices=GUIDE_NAMES)
-    bn.add_argument("--budget", type=int, default=32, metavar="N")
+    bn.add_argument("--budget", type=_count(1), default=32, metavar="N")
     bn.add_argument("--seed", type=int, default=0)
     bn.add_argument("--exhaustive", action="store_true", help="exhaustive branch and bound per instance")
-    bn.add_argument("--time-limit", type=float, default=None, metavar="S", help="per-instance limit for --exhaustive")
+    bn.add_argument(
+        "--time-limit", type=_seconds, default=None, metavar="S", help="per-instance limit for --exhaustive"
+    )
     bn.add_argument("--defaults-only", action="store_true", help="only Candidate-0 of every instance (no search)")
-    bn.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="local process pool size")
+    bn.add_argument(
+        "--workers",
+        type=_count(1, MAX_WORKERS),
+        default=min(os.cpu_count() or 1, MAX_WORKERS),
+        help=f"local process pool size (1..{MAX_WORKERS}; default: the CPU count)",
+    )
     bn.add_argument(
         "--ray",
         default=None,
@@ -644,7 +690,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     bn.add_argument("--report", default=None, metavar="DIR", help="where report.md and the plots go")
     bn.add_argument("--fresh", action="store_true", help="forget stored results of these instances first")
-    bn.add_argument("--only", action="append", metavar="WORKLOAD", help="restrict to these suite ids (repeatable)")
+    bn.add_argument(
+        "--only",
+        action="extend",
+        type=_ids,
+        metavar="WORKLOAD[,WORKLOAD...]",
+        help="restrict to these suite ids (comma-separated or repeated)",
+    )
     bn.add_argument("--subset", action="store_true", help="one representative (smallest) instance per op family")
     bn.add_argument(
         "--compare-direct",
