@@ -78,7 +78,7 @@ def test_exhaustive_optimum_equals_brute_force(target, wid, tmp_path):
 @settings(max_examples=6, deadline=None, derandomize=True)
 @given(
     op=st.sampled_from(["rmsnorm", "softmax"]),
-    rows=st.sampled_from([1, 2, 4, 8, 16]),
+    rows=st.sampled_from([4, 8, 16, 32]),
     cols=st.sampled_from([64, 128, 192, 256]),
 )
 def test_pruning_never_loses_the_optimum_on_random_small_workloads(op, rows, cols, tmp_path_factory):
