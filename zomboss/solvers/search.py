@@ -35,7 +35,7 @@ from zomboss.solvers.guides.base import Guide, Proposal, Rejection, SearchState,
 from zomboss.solvers.guides.make import make_guide
 from zomboss.solvers.space import Pool, build_pool
 from zomboss.target import Evaluation, Mode, Params, SampledVerifier, Target, config_key
-from zomboss.util import TooLargeToVerify
+from zomboss.util import LimitError, TooLargeToVerify
 from zomboss.workload import Workload
 
 VERIFY_SEEDS = (0, 1)
@@ -343,8 +343,15 @@ def solve(
                 state.pruned += 1
                 state.pruned_keys.add(got.key())
                 continue
-            if programs.repeated(got):
-                state.duplicate_keys.add(got.key())
+            try:
+                if programs.repeated(got):
+                    state.duplicate_keys.add(got.key())
+                    continue
+            except LimitError as e:  # a program too large to hold (a stream of a huge shape): not a kernel to time
+                state.rejected.append(
+                    Rejection(p, [{"rule": "limit.program", "doc": "", "message": str(e), "values": {}}])
+                )
+                state.rejected_keys.add(got.key())
                 continue
             cycles, _, bd, wall, cached = runner.run(got, Mode.TIMING, 0, p.source or guide.name)
             sims += 1
