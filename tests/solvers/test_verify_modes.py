@@ -12,7 +12,7 @@ from tests.tiny_pool import tiny_pool
 from zomboss.app import main
 from zomboss.errors import ZombossError
 from zomboss.results import Store
-from zomboss.solvers.search import SolveConfig, solve
+from zomboss.solvers.search import Runner, SolveConfig, solve
 from zomboss.target import config_key, get_target
 
 SPEC = "matmul:M=32,N=32,K=64"
@@ -82,3 +82,20 @@ def test_the_cli_stores_a_sampled_winner_apart(tmp_path, capsys):
     assert ("solve:cost:4:0:none", False) in kinds
     assert main(["solve", "gemmini", SPEC, "--exhaustive", "--verify", "sampled", "--db", db]) == 2
     assert "exhaustive run verifies its winner whole" in capsys.readouterr().err
+
+
+def test_a_winner_that_cannot_be_sampled_is_passed_over(tmp_path, monkeypatch):
+    """Gemmini slices only hardware-loop kernels: a candidate the target cannot sample is logged
+    with the reason and the next one (at worst Candidate-0) is verified instead."""
+    real = Runner.sampled
+
+    def sampled(self, m, seed):
+        if m["tile_k"] == 2:
+            raise ZombossError("only a hardware-loop mapping (loop=hw) can be lowered for some output blocks")
+        return real(self, m, seed)
+
+    monkeypatch.setattr(Runner, "sampled", sampled)
+    _, _, res = _solve(tmp_path, "sampled")
+    d = res.to_json()
+    assert d["candidate"] == "candidate-0" and d["verified"] is True and d["verified_by"] == "sampled"
+    assert "hardware-loop" in d["verification"][-1]["error"]
