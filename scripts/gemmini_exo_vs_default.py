@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     preset = get_preset(args.preset)
-    params = {"loop_spad_ids": int(preset.rtl.loop_spad_ids)}  # the KB of the preset's RTL (gemmini.md §9)
+    params = preset.rtl.kb_params  # the KB of the preset's RTL (its feature flags, gemmini.md §4 and §9)
     cfg = TARGET.config(params)
     ops = ("matmul",) if args.matmul_only else ("matmul", "conv")
     print(f"preset {args.preset}; ratio = default cycles / exo-style cycles; x bound = cycles / roofline lower bound")

@@ -2,7 +2,7 @@
 
 Reports simulated instructions per second (after hardware-loop expansion) in timing-only mode
 with and without the doc-rule checker, the checker's own cost per instruction (the plain
-`Checker.step` over the expanded stream, and the simulator's way: `Checker.block` over each
+`Checker.step` over the expanded stream, and the simulator's way: `check_block` over each
 hardware loop, measured as checked minus unchecked simulation without timing), and the
 functional+timing wall time with verification. CPU times are what to compare on a shared
 machine.
@@ -47,7 +47,7 @@ def main() -> None:
     checked = _cpu(lambda: simulate(program, cfg, None, functional=False, timing=False, check=True))
     print(
         f"checker alone: Checker.step over the expanded stream {plain / len(stream) * 1e6:.2f} us/instr; "
-        f"as the simulator checks (Checker.block per loop) {(checked - bare) / n * 1e6:.2f} us/instr "
+        f"as the simulator checks (check_block per loop) {(checked - bare) / n * 1e6:.2f} us/instr "
         f"(no-timing simulation {checked:.2f} s CPU checked, {bare:.2f} s unchecked)"
     )
     dram = inst.dram()  # the inputs and the reference are built once, outside the timed run

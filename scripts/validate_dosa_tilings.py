@@ -76,15 +76,8 @@ def load(path: Path = DATA) -> list[dict[str, object]]:
 def hardware(preset: str | Preset) -> GemminiConfig:
     """The scratchpad and accumulator the preset's RTL was built with (16-byte / 64-byte rows)."""
     rtl = get_preset(preset).rtl
-    return GemminiConfig.from_kb(
-        machine_kb(
-            (
-                ("acc_capacity_kib", rtl.acc_capacity_kib),
-                ("loop_spad_ids", int(rtl.loop_spad_ids)),
-                ("sp_capacity_kib", rtl.sp_capacity_kib),
-            )
-        )
-    )
+    params = {**rtl.kb_params, "acc_capacity_kib": rtl.acc_capacity_kib, "sp_capacity_kib": rtl.sp_capacity_kib}
+    return GemminiConfig.from_kb(machine_kb(tuple(sorted(params.items()))))
 
 
 def dim_tiles(x: int) -> int:

@@ -23,11 +23,20 @@ def families() -> list[tuple[str, str]]:
     return out
 
 
-def random_mapping(t, wl, pick: int, weights: list[int], within: float) -> KnobMapping | None:  # noqa: ANN001
-    """Skeleton `pick` (mod their number), sized minimising sum(weights * integer knobs); None when
-    that sizing is infeasible or the doc's estimate puts it beyond `within` x Candidate-0 (absurd
-    corners, 1-element tiles, cost minutes to simulate and say nothing the others do not)."""
-    kb = t.kb({})
+def random_mapping(
+    t,  # noqa: ANN001
+    wl,  # noqa: ANN001
+    pick: int,
+    weights: list[int],
+    within: float,
+    params: dict[str, int] | None = None,
+) -> KnobMapping | None:
+    """Skeleton `pick` (mod their number) of the KB with `params`, sized minimising sum(weights *
+    integer knobs); None when that sizing is infeasible or the doc's estimate puts it beyond
+    `within` x Candidate-0 (absurd corners, 1-element tiles, cost minutes to simulate and say
+    nothing the others do not)."""
+    params = params or {}
+    kb = t.kb(params)
     sp = space(kb, wl.op)
     sks = [s.as_dict() for s in skeletons(kb, wl.op, wl.shape)]
     sk = sks[pick % len(sks)]
@@ -41,7 +50,7 @@ def random_mapping(t, wl, pick: int, weights: list[int], within: float) -> KnobM
     m = sp.from_skeleton(sk, sol.values, wl.shape)
     if "estimate" in sp.costs:
         est = sp.cost("estimate", m, wl.shape)
-        est0 = sp.cost("estimate", t.reference_mappings(wl, {})["library"], wl.shape)
+        est0 = sp.cost("estimate", t.reference_mappings(wl, params)["library"], wl.shape)
         if est is not None and est0 is not None and est > within * est0:
             return None
     return m

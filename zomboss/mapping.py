@@ -253,26 +253,44 @@ class Space:
             names = ", ".join(k.name for k in self.knobs)
             raise MappingError(f"{where}: {self.op} has no knob {unknown[0]!r} (knobs: {names})")
         out: dict[str, Value] = {}
+        env: dict[str, object] = {**self.params, **{k: int(v) for k, v in shape.items()}}
+        for k in self._settle_order:
+            if k.when is not None and not self._holds(k.when, env):
+                out[k.name] = k.default
+            elif k.name in values:
+                v = values[k.name]
+                out[k.name] = ("true" if v else "false") if isinstance(v, bool) and k.boolean else v  # type: ignore[assignment]
+            else:
+                raise MappingError(f"{where}: {self.op} mapping lacks knob {k.name!r} ({k.domain()})")
+            v = out[k.name]
+            env[k.name] = v.lower() if isinstance(v, str) else v
+        return {k.name: out[k.name] for k in self.knobs}
+
+    @cached_property
+    def _settle_order(self) -> tuple[Knob, ...]:
+        """Knobs in the order `complete` settles them: conditions read only symbolic knobs, which
+        the doc orders acyclically, so every knob comes after the knobs its condition reads."""
         symbolic = {s.name for s in self.symbolic}
-        # conditions read only symbolic knobs, which the doc orders acyclically: settle them first
+        order: list[Knob] = []
+        done: set[str] = set()
         pending = list(self.symbolic) + list(self.integer)
         while pending:
             ready = [
-                k
-                for k in pending
-                if not (({r.name for r in ex.refs(k.when)} & symbolic) - set(out) if k.when else set())
+                k for k in pending if not (({r.name for r in ex.refs(k.when)} & symbolic) - done if k.when else set())
             ]
             assert ready, "knob conditions are acyclic (checked when the KB is built)"
             for k in ready:
                 pending.remove(k)
-                if not self.active(k, out, shape):
-                    out[k.name] = k.default
-                elif k.name in values:
-                    v = values[k.name]
-                    out[k.name] = ("true" if v else "false") if isinstance(v, bool) and k.boolean else v  # type: ignore[assignment]
-                else:
-                    raise MappingError(f"{where}: {self.op} mapping lacks knob {k.name!r} ({k.domain()})")
-        return {k.name: out[k.name] for k in self.knobs}
+                order.append(k)
+                done.add(k.name)
+        return tuple(order)
+
+    def _holds(self, when: ex.Expr, env: Mapping[str, object]) -> bool:
+        """A knob's condition over the knobs settled so far (as `active`; undefined: false)."""
+        try:
+            return bool(self._compiled(when, env)(env))
+        except ex.EVAL_ERRORS:
+            return False
 
     def from_json(self, data: object, shape: Shape, where: str = "mapping") -> KnobMapping:
         """Read `{"op": ..., "knobs": {...}}`; every error names the field."""

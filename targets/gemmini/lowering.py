@@ -20,6 +20,13 @@ Two lowerings per op family:
 Convolution padding is materialised in the scratchpad with mvins from DRAM address 0
 (zeros), and the conv stride becomes config_ex's A_stride, so a k tile of a strided conv
 reads every stride-th input pixel of a window row.
+
+Over ~700 lines as one module: the two lowerings are the two answers to one knob (`loop`),
+chosen in `lower`, and share the emitter (`_Out`, the config commands) and the tile
+arithmetic; split along the hw/sw seam, each half would be ~350 lines around a third module
+of ~60 lines of shared emitter, and sampled simulation, which lowers a slice of the
+hardware-loop program (`output_blocks`, `slice_closure`), would import the lowering from
+three places instead of one.
 """
 
 from __future__ import annotations

@@ -27,8 +27,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
-from zomboss.targets.gemmini.config import GemminiConfig
+from zomboss.targets.gemmini.config import GemminiConfig, machine_kb
 from zomboss.targets.gemmini.numerics import ONE_F32_BITS, f32_bits
 from zomboss.targets.gemmini.presets import DOSA_LIBRARY, Library, Rtl
 from zomboss.targets.gemmini.tiling import ConvTiling, MatmulTiling, conv_tiling, matmul_tiling
@@ -320,7 +321,18 @@ def tiled_conv_auto(call: ConvCall, cfg: GemminiConfig, tiling: ConvTiling | Non
 
 
 class UnsupportedOnRtl(WorkloadError):
-    """A program or mapping using a loop-FSM feature the preset's RTL revision does not have."""
+    """A program or mapping using a feature the preset's RTL revision or configuration does not have."""
+
+
+RTL_COMMANDS = frozenset(("config_ld", "config_ex"))  # CPU-issued commands `check_command` looks at
+
+
+def _flag(name: str) -> str:
+    """The doc parameter that gates an RTL feature, with its line: `name = 0, gemmini.md:LINE`."""
+    for prm in machine_kb(()).doc.params:
+        if prm.name == name:
+            return f"{name} = 0, {Path(prm.loc.file).name}:{prm.loc.line}"
+    raise KeyError(name)  # (every flag `kb_params` names is a doc parameter)
 
 
 def check_loop(rtl: Rtl, op: str, regs: Mapping[str, int], args: tuple[int, ...], line: int = 0) -> None:
@@ -329,11 +341,18 @@ def check_loop(rtl: Rtl, op: str, regs: Mapping[str, int], args: tuple[int, ...]
     Without spad ids (gemmini-dosa's LoopMatmul.scala and LoopConv.scala decode none) the FSM
     ignores a pinned half; without the DRAM-address-0 skip (gemmini-dosa LoopMatmul.scala:89
     LdA, :197 LdB; LoopConv.scala:344 input, :523 weights issue unconditionally) a loop that
-    means "operand already on chip" reloads it from DRAM address 0 onwards."""
+    means "operand already on chip" reloads it from DRAM address 0 onwards; without first-layer
+    optimizations (gemmini-dosa LoopConv.scala:1334) the FSM takes one pixel per row whatever
+    max_pixels_per_row says."""
     if op == "loop_ws":
         ids, operands = (args[4], args[5]), (("a", regs.get("a", 0)), ("b", regs.get("b", 0)))
     else:
         ids, operands = (args[8], args[9]), (("input", regs.get("input", 0)), ("weights", regs.get("weights", 0)))
+        if not rtl.first_layer_opts and args[7] > 1:
+            raise UnsupportedOnRtl(
+                f"line {line}: loop_conv_ws packs {args[7]} pixels per row (max_pixels_per_row), but {rtl.name} has no "
+                f"first-layer optimizations ({_flag('first_layer_opts')}): its LoopConv takes one pixel per row"
+            )
     if not rtl.loop_spad_ids and any(ids):
         raise UnsupportedOnRtl(
             f"line {line}: {op} pins a scratchpad half (a_spad_id, b_spad_id = {ids}), but {rtl.name} has no "
@@ -348,17 +367,46 @@ def check_loop(rtl: Rtl, op: str, regs: Mapping[str, int], args: tuple[int, ...]
                 )
 
 
-def check_mapping(m: KnobMapping, rtl: Rtl) -> None:
-    """A mapping that lowers to loops the RTL cannot run as meant (pinned halves under hw loops).
+def check_command(rtl: Rtl, ins: Instr) -> None:
+    """Refuse a CPU-issued config_ld / config_ex (`RTL_COMMANDS`) selecting a feature the RTL's
+    configuration does not build: pixel repeats without first-layer optimizations (the load
+    controller forces them to 1 and asserts none is asked for, LoadController.scala:175-176 and
+    :190 in both revisions) and the OS dataflow on a WS-only array (its execute controller
+    hard-wires WS, ExecuteController.scala:77)."""
+    if ins.op == "config_ld" and not rtl.first_layer_opts and ins.args[4] > 1:
+        raise UnsupportedOnRtl(
+            f"line {ins.line}: config_ld asks for {ins.args[4]} pixel repeats, but {rtl.name} has no first-layer "
+            f"optimizations ({_flag('first_layer_opts')}): its load controller writes each row once"
+        )
+    if ins.op == "config_ex" and not rtl.os_dataflow and ins.args[0] == 0 and not ins.args[8]:
+        raise UnsupportedOnRtl(
+            f"line {ins.line}: config_ex selects the OS dataflow, but {rtl.name} is built weight-stationary only "
+            f"({_flag('os_dataflow')}): its execute controller runs the program as WS"
+        )
 
-    The doc says the same as a mapping constraint (gemmini.md §11 `map.hw_spad_ids`, gated by
-    `param loop_spad_ids`), so the KB refuses such a mapping when its parameters describe this
-    RTL; this check is the simulator side's refusal when a KB with spad ids is run on a preset
-    whose RTL has none."""
+
+def check_mapping(m: KnobMapping, rtl: Rtl) -> None:
+    """A mapping that lowers to a program the RTL cannot run as meant: pinned halves under hw
+    loops, first-layer pixel packing, the OS dataflow.
+
+    The doc says the same as mapping constraints (gemmini.md §11 `map.hw_spad_ids`,
+    `map.first_layer_rtl`, `map.os_rtl`, gated by the parameters of `Rtl.kb_params`), so the KB
+    refuses such a mapping when its parameters describe this RTL; this check is the simulator
+    side's refusal when a KB with the features is run on a preset whose RTL lacks them."""
     if m.sym("loop") == "hw" and not rtl.loop_spad_ids and (m.flag("reuse_a") or m.flag("reuse_b")):
         raise UnsupportedOnRtl(
             f"{m.op} mapping: loop = hw with reuse_a/reuse_b pins scratchpad halves (spad ids), which "
             f"{rtl.name} does not have; use reuse_a = reuse_b = false or loop = sw"
+        )
+    if m.op == "conv" and not rtl.first_layer_opts and m.flag("first_layer"):
+        raise UnsupportedOnRtl(
+            f"conv mapping: first_layer = true packs kernel columns with pixel repeats, which {rtl.name} does not "
+            f"have ({_flag('first_layer_opts')}, map.first_layer_rtl); use first_layer = false"
+        )
+    if m.op == "matmul" and not rtl.os_dataflow and m.sym("dataflow") == "os":
+        raise UnsupportedOnRtl(
+            f"matmul mapping: dataflow = os, but {rtl.name} is built weight-stationary only "
+            f"({_flag('os_dataflow')}, map.os_rtl); use dataflow = ws"
         )
 
 

@@ -39,6 +39,25 @@ class Rtl:
     sp_capacity_kib: int  # the scratchpad and accumulator the RTL was built with
     acc_capacity_kib: int
     acc_scale_latency: int  # acc_scale_args latency (the mvout scale pipeline)
+    # GemminiArrayConfig.has_first_layer_optimizations: the load path's PixelRepeater writes a row
+    # `pixel_repeats` times and LoopConv honours max_pixels_per_row; off, the LoadController
+    # forces pixel repeats to 1 (and asserts none > 1 is configured) and LoopConv forces one
+    # pixel per row, so a first-layer program computes wrong results
+    first_layer_opts: bool
+    # GemminiArrayConfig.dataflow is Dataflow.BOTH (or OS): config_ex selects OS or WS. A WS-only
+    # build hard-wires the ExecuteController's dataflow (`current_dataflow = ... dataflow.id.U`),
+    # so an OS program runs as WS
+    os_dataflow: bool
+
+    @property
+    def kb_params(self) -> dict[str, int]:
+        """The gemmini.md parameters that describe this RTL's features (its mapping space): with
+        them the KB refuses every mapping that uses a feature this RTL lacks."""
+        return {
+            "loop_spad_ids": int(self.loop_spad_ids),
+            "first_layer_opts": int(self.first_layer_opts),
+            "os_dataflow": int(self.os_dataflow),
+        }
 
 
 # ucb-bar/gemmini-rocc-tests `dev` (180c4684) and ucb-bar/gemmini 8c3f9923, default config (reference §0-1).
@@ -50,6 +69,8 @@ CURRENT_RTL = Rtl(
     sp_capacity_kib=256,
     acc_capacity_kib=64,
     acc_scale_latency=8,
+    first_layer_opts=True,  # GemminiConfigs.scala:93 `has_first_layer_optimizations: Boolean = true`
+    os_dataflow=True,  # Configs.scala:38 defaultConfig `dataflow = Dataflow.BOTH`
 )
 # The DOSA artifact (reference A.1). charleshong3/firesim-dosa eeb9fdb7 -> chipyard-dosa 4aaf8d3b ->
 # generators/gemmini = charleshong3/gemmini-dosa 67ca2f9e, whose software/gemmini-rocc-tests is
@@ -70,6 +91,10 @@ DOSA_RTL = Rtl(
     sp_capacity_kib=4096,
     acc_capacity_kib=4096,
     acc_scale_latency=1,
+    # GemminiConfigs.scala:90 `has_first_layer_optimizations: Boolean = false`, which dummyConfig
+    # (Configs.scala:166) does not override; the image name says `nofirstlayer`
+    first_layer_opts=False,
+    os_dataflow=False,  # Configs.scala:174 dummyConfig `dataflow = Dataflow.WS`
 )
 
 
@@ -229,7 +254,8 @@ FIRESIM_F1_LLC_CURRENT = replace(
         "(gemmini-rocc-tests dev, ucb-bar/gemmini defaultConfig: pinned A/B halves, LoopMatmul skipping "
         "loads from DRAM address 0, first-layer and downsample convs, 8-stage acc scale); no measurement "
         "of this combination exists in the sources. Its mapping space (pinned halves under hardware "
-        "loops) is the KB's with --param loop_spad_ids=1."
+        "loops, first-layer pixel packing, the OS dataflow) is the KB's with --param loop_spad_ids=1 "
+        "--param first_layer_opts=1 --param os_dataflow=1 (`Rtl.kb_params`)."
     ),
     library=CURRENT_LIBRARY,
     rtl=CURRENT_RTL,

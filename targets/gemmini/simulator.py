@@ -23,12 +23,12 @@ from zomboss.targets.gemmini.llc import Llc
 from zomboss.targets.gemmini.loops import Expansion, LoopFsm, UnsupportedLoop, expand_loop_conv_ws, expand_loop_ws
 from zomboss.targets.gemmini.machine import Machine
 from zomboss.targets.gemmini.numerics import ONE_F32_BITS
-from zomboss.targets.gemmini.platform import check_loop
+from zomboss.targets.gemmini.platform import RTL_COMMANDS, check_command, check_loop
 from zomboss.targets.gemmini.presets import DEFAULT_PRESET, Preset, Rtl, get_preset
 from zomboss.targets.gemmini.timing import Timing
 
 from zomboss.errors import IllegalProgram
-from zomboss.legality import Checker
+from zomboss.legality import Checker, check_block
 from zomboss.machine import steady as steady
 from zomboss.program import Instr, Item, Program
 from zomboss.util import over_budget
@@ -87,7 +87,7 @@ class _Run:
         self.st_scale_bits = ONE_F32_BITS
         # steady-state extrapolation over the lowering's loop nest: timing-only runs only
         # A skipped nest iteration is never executed, so only runs without the rule checker skip
-        # them; a skipped FSM group inside a loop the checker vouched for (`Checker.block`)
+        # them; a skipped FSM group inside a loop the checker vouched for (`check_block`)
         # has been checked, so checked runs may extrapolate the loops' timing.
         # A modelled LLC is not part of the steady state: a skipped period would leave it stale.
         timed_only = bool(extrapolate) and self.tm is not None and self.tm.llc is None and self.machine is None
@@ -118,7 +118,7 @@ class _Run:
         """Run the commands of one hardware loop."""
         tm, machine, checker, counts = self.tm, self.machine, self.checker, self.counts
         counts.update(exp.counts)
-        if checker is not None and (blk := exp.block(line)) is not None and checker.block(blk):
+        if checker is not None and (blk := exp.block(line)) is not None and check_block(checker, blk):
             checker = None  # every command checked (and legal) at once; else one by one below
         if machine is None and checker is None:
             if tm is not None:
@@ -228,6 +228,9 @@ class _Run:
             exp = expand_loop_conv_ws(cfg, self.fsm[CONV_FSM], ins, self.st_scale_bits)
             spend(len(exp.entries), program, ins)
             self.loop(CONV_FSM, t, exp, ins.line)
+        elif op in RTL_COMMANDS:
+            self.one(ins)
+            check_command(self.rtl, ins)  # a configuration the preset's RTL does not build
         else:
             self.one(ins)
 
@@ -251,7 +254,8 @@ def simulate(
     one, an empty DRAM is used. Timing-only runs (`functional=False`) move no data.
     `max_instructions` caps the executed instructions, hardware loops expanded (LimitError
     beyond; a loop's commands are counted before it runs). Hardware loops run as the preset's
-    RTL revision runs them (`platform.check_loop` refuses what it cannot run).
+    RTL revision runs them (`platform.check_loop` refuses what it cannot run, `platform.check_command`
+    a config_ld or config_ex selecting a feature its configuration does not build).
     `extrapolate` lets a timing-only run of a program that keeps its loop nest skip steady
     periods (`zomboss.steady`); the stats say how much was skipped. A preset that models an
     LLC never extrapolates. `llc` is the cache the run starts with and leaves its state in

@@ -5,7 +5,8 @@ per-queue capacities, address-range dependencies between queues, a DMA that send
 the aligned power-of-two TileLink requests the RTL picks (over-fetching) with in-flight limits
 (requests, and mvins per the load controller's command tracker) and 16-byte beats, DRAM
 row-buffer misses of an open-page DDR3 (behind the preset's LLC, if it models one: `llc.py`),
-the execute unit's preload/compute overlap rule,
+the load path's pixel repeater (a row loaded with `pixel_repeats` > 1 is written that many
+times), the execute unit's preload/compute overlap rule,
 config_ex draining the array, serialised mvouts and fences.
 
 The engine is a scoreboard evaluated in program order, which is exact for this model
@@ -33,7 +34,10 @@ to one of four parts, by priority:
   for the array to drain, engines waiting on each other.
 
 The four parts are integers summing to `cycles()`. The accounting only records intervals the
-scoreboard already computes; it never changes a time.
+scoreboard already computes; it never changes a time. A timing-only run that skips steady
+periods (`skip`) keeps its breakdown with its cycles: the skipped stretch counts the busy time
+of its periods (`_Skipped`), and the busy time pending at the skip moves behind the stretch,
+as the pending times do.
 """
 
 from __future__ import annotations
@@ -115,6 +119,17 @@ def read_plan(
     return tuple(out), fetched
 
 
+@lru_cache(maxsize=4096)
+def row_ends(offset: int, nrows: int, nbytes: int, stride: int, max_packet: int, beat_bytes: int) -> tuple[int, ...]:
+    """The index in `read_plan`'s request list of the last request of each DRAM row: the row's
+    data are in once that request's beats have arrived."""
+    out, n = [], 0
+    for r in range(nrows):
+        n += len(dma_packets((offset + r * stride) % max_packet, nbytes, max_packet, beat_bytes))
+        out.append(n - 1)
+    return tuple(out)
+
+
 _COMPUTES = frozenset(("compute_preloaded", "compute_accumulated"))
 _LOAD_SID = {"mvin": 0, "mvin2": 1, "mvin3": 2}  # a load's mover (its config_ld state)
 
@@ -137,11 +152,12 @@ class _Busy:
     """The union of an engine's busy intervals, merged as they arrive (almost always in start
     order; out-of-order intervals are sorted in once, at the end)."""
 
-    __slots__ = ("ivs", "ordered")
+    __slots__ = ("ivs", "ordered", "_length")
 
     def __init__(self) -> None:
         self.ivs: list[list[float]] = []
         self.ordered = True
+        self._length = 0.0  # of the union, while ordered
 
     def add(self, s: float, e: float) -> None:
         if e <= s:
@@ -152,16 +168,132 @@ class _Busy:
             if s <= last[1]:
                 if s >= last[0]:
                     if e > last[1]:
+                        self._length += e - last[1]
                         last[1] = e
                     return
                 self.ordered = False
         ivs.append([s, e])
+        self._length += e - s
 
     def merged(self) -> list[list[float]]:
         if not self.ordered:
             self.ivs = _union(sorted(self.ivs))
             self.ordered = True
+            self._length = sum(e - s for s, e in self.ivs)
         return self.ivs
+
+    def length(self) -> float:
+        """The union's total length."""
+        self.merged()
+        return self._length
+
+    def shift(self, at: float, dt: float) -> None:
+        """Move the busy time from `at` on later by `dt` (splitting an interval across `at`):
+        a skip moves the work pending at its mark behind the skipped periods."""
+        ivs = self.merged()
+        i = len(ivs)
+        while i and ivs[i - 1][1] > at:
+            i -= 1
+        if i < len(ivs) and ivs[i][0] < at:
+            ivs.insert(i + 1, [at, ivs[i][1]])
+            ivs[i][1] = at
+            i += 1
+        for iv in ivs[i:]:
+            iv[0] += dt
+            iv[1] += dt
+
+    def within(self, lo: float, hi: float) -> list[list[float]]:
+        """The busy intervals clipped to [lo, hi), in order."""
+        ivs = self.merged()
+        out = []
+        for iv in reversed(ivs):
+            if iv[1] <= lo:
+                break
+            if iv[0] < hi:
+                out.append([max(iv[0], lo), min(iv[1], hi)])
+        out.reverse()
+        return out
+
+
+class _Skipped:
+    """The skipped periods of a timing-only run (`Timing.skip`): disjoint spans of the makespan
+    in order, each with the lengths of the compute, compute-or-memory and any-busy unions its
+    periods had, measured on the period before the skip. The work pending at a skip moves
+    behind its span, as its times do, but work of another stream may overlap a span (the next
+    hardware loop's loads, issued by a CPU clock that the skip did not move): a span counts
+    as busy in the proportion its periods were, except where a recorded interval is."""
+
+    __slots__ = ("spans", "compute")
+
+    def __init__(self) -> None:
+        self.spans: list[list[float]] = []  # [start, end, compute, busy, busy or fixed]
+        self.compute = 0.0  # the spans' compute lengths, summed
+
+    def shift(self, at: float, dt: float) -> None:
+        """Move the spans from `at` on later by `dt` (one across `at` split in proportion)."""
+        spans = self.spans
+        i = len(spans)
+        while i and spans[i - 1][1] > at:
+            i -= 1
+        if i < len(spans) and spans[i][0] < at:
+            s, e, *ls = spans[i]
+            f = (at - s) / (e - s)
+            spans[i] = [s, at, *(x * f for x in ls)]
+            spans.insert(i + 1, [at, e, *(x * (1 - f) for x in ls)])
+            i += 1
+        for sp in spans[i:]:
+            sp[0] += dt
+            sp[1] += dt
+
+    def add(self, start: float, end: float, lengths: Sequence[float]) -> None:
+        """A new span (after `shift(start, end - start)`: no span lies inside it)."""
+        spans = self.spans
+        i = len(spans)
+        while i and spans[i - 1][0] >= start:
+            i -= 1
+        spans.insert(i, [start, end, *lengths])
+        self.compute += lengths[0]
+
+    def within(self, lo: float, hi: float) -> list[list[float]]:
+        """The spans that overlap [lo, hi), in order."""
+        out = []
+        for sp in reversed(self.spans):
+            if sp[1] <= lo:
+                break
+            if sp[0] < hi:
+                out.append(sp)
+        out.reverse()
+        return out
+
+
+def _uncovered(ivs: list[list[float]], spans: list[list[float]], k: int, lo: float, hi: float) -> float:
+    """The busy length (lengths[k]) of the spans inside [lo, hi) outside the sorted disjoint
+    intervals `ivs`: each span's length there times the fraction of its periods that was busy."""
+    total = 0.0
+    j, n = 0, len(ivs)
+    for s, e, *lengths in spans:
+        a, b = max(s, lo), min(e, hi)
+        if b <= a:
+            continue
+        while j < n and ivs[j][1] <= a:
+            j += 1
+        free = b - a
+        i = j
+        while i < n and ivs[i][0] < b:
+            free -= max(0.0, min(ivs[i][1], b) - max(ivs[i][0], a))
+            i += 1
+        total += lengths[k] / (e - s) * free
+    return total
+
+
+def _busy_lengths(lo: float, hi: float, ivs: Sequence[list[list[float]]], spans: list[list[float]]) -> list[float]:
+    """Lengths inside [lo, hi) of the compute, memory-or-compute and any-busy unions of the
+    execute, load, store and fixed-cost busy intervals `ivs` and the skipped spans (`_Skipped`)."""
+    ex, ld, st, fx = ivs
+    compute = _union(ex)
+    busy = _union(compute, ld, st)
+    unions = (compute, busy, _union(busy, fx))
+    return [_length(u, hi, lo) + _uncovered(u, spans, k, lo, hi) for k, u in enumerate(unions)]
 
 
 def _union(*parts: list[list[float]]) -> list[list[float]]:
@@ -176,11 +308,11 @@ def _union(*parts: list[list[float]]) -> list[list[float]]:
     return out
 
 
-def _length(ivs: list[list[float]], end: float) -> float:
-    """Total length of sorted disjoint intervals inside [0, end)."""
+def _length(ivs: list[list[float]], end: float, start: float = 0.0) -> float:
+    """Total length of sorted disjoint intervals inside [start, end)."""
     total = 0.0
     for s, e in ivs:
-        lo, hi = max(s, 0.0), min(e, end)
+        lo, hi = max(s, start), min(e, end)
         if hi > lo:
             total += hi - lo
     return total
@@ -246,12 +378,14 @@ class Timing:
         self.ld_stride = [0, 0, 0]
         self.ld_shrunk = [0, 0, 0]
         self.ld_bstride = [cfg.dim] * 3
+        self.ld_pix = [1, 1, 1]  # pixel repeats of each mvin state (config_ld; 0 means 1)
         self.st_stride = 0
         self.st_pool = (0, 0, 0, 0, 0, 0)  # pool_stride, orows, ocols, porows, pocols, pool_out_dim
         self.ws, self.a_t, self.b_t, self.a_stride, self.c_stride = False, 0, 0, 1, 1
         # load engine / DMA reader
         self.ld_free = 0.0
         self.ld_last_done = 0.0
+        self.ld_rep_free = 0.0  # when the pixel repeater has written the rows of the last repeated load
         self.rd_chan = 0.0
         self.rd_ring = [0.0] * preset.max_rd_inflight  # return times, circular
         self.rd_k = 0
@@ -324,7 +458,7 @@ class Timing:
         # busy intervals for the cycle breakdown (see the module docstring)
         self.busy_ex, self.busy_ld, self.busy_st, self.busy_fixed = _Busy(), _Busy(), _Busy(), _Busy()
         self.busy_fixed.add(0.0, float(preset.kernel_overhead))
-        self.extra_busy = [0.0, 0.0, 0.0]  # busy lengths of extrapolated periods (see `skip`)
+        self.skipped = _Skipped()  # the busy lengths of extrapolated periods (see `skip`)
         self._recent: tuple = ()  # the last loop's entries
         self._handlers = {
             "mvin": lambda a, t: self._mvin(0, a, t),
@@ -533,12 +667,20 @@ class Timing:
         # earlier phase, e.g. loads still streaming in under the execute stream) is not part of
         # the period and would be wrongly extended by a skip.
         idle = all(max(self._engine_times(g)) <= now for g in (GEN_LD, GEN_EX, GEN_ST) if g not in gens)
-        return Mark(now, state, counters, (), self._key() if idle else object())
+        return Mark(now, state, counters, (), self._key() if idle else object(), self._tally())
 
     def _engine_times(self, gen: int) -> list[float]:
         """The times a FSM generator's engine (and queue) is busy until."""
         if gen == GEN_LD:
-            return [self.ld_free, self.ld_last_done, self.rd_chan, *self.rd_ring, *self.ld_trk, *self.rs[LD]]
+            return [
+                self.ld_free,
+                self.ld_last_done,
+                self.ld_rep_free,
+                self.rd_chan,
+                *self.rd_ring,
+                *self.ld_trk,
+                *self.rs[LD],
+            ]
         if gen == GEN_EX:
             return [self.ex_free, self.ex_drained, *self.rs[EX]]
         return [self.st_done, self.wr_chan, self.wr_last_ack, *self.wr_ring, *self.rs[ST]]
@@ -636,7 +778,7 @@ class Timing:
         """(memory, first row, end row) ranges a command may touch (a superset is harmless: a
         row that is not pending stays in the past however far it moves), as a function of the
         command under the current configuration (bound once per `_translate_recent`)."""
-        mask, dim, bstride = self.row_mask, self.dim, tuple(self.ld_bstride)
+        mask, dim, bstride, pix = self.row_mask, self.dim, tuple(self.ld_bstride), tuple(self.ld_pix)
         scale = max(self.a_stride, self.c_stride, 1)
         pool = self.st_pool[1] * self.st_pool[2]  # (a pooled store reads the whole tile)
 
@@ -655,7 +797,10 @@ class Timing:
                 span = (-(-cols // dim) - 1) * (bstride[sid] if sid >= 0 else dim) + max(rows, 1)
                 if sid < 0 and pool > span:
                     span = pool
-                out.append((1 if local & IS_ACC else 0, lo, lo + span))
+                end = lo + span
+                if sid >= 0 and pix[sid] > 1:  # (the repeated writes reach the rows above)
+                    lo = max(0, lo - pix[sid] + 1)
+                out.append((1 if local & IS_ACC else 0, lo, end))
             return out
 
         return rows_of
@@ -675,14 +820,17 @@ class Timing:
         self.row_misses += 1
         return self.p.dram_row_miss
 
-    def _read_rows(self, t: float, addr: int, nrows: int, nbytes: int, stride: int) -> tuple[float, float]:
+    def _read_rows(
+        self, t: float, addr: int, nrows: int, nbytes: int, stride: int, arrivals: list[float] | None = None
+    ) -> tuple[float, float]:
         """Issue the read requests of nrows DRAM rows from time t; returns (issue end, last data).
 
         `rd_ring` is a circular buffer of the data-return times of the last max_rd_inflight
         requests: a request may issue once the one max_rd_inflight before it has returned.
+        `arrivals`, if given, receives each request's last-data time in issue order.
         """
         if self.llc is not None:
-            return self._read_rows_llc(t, addr, nrows, nbytes, stride)
+            return self._read_rows_llc(t, addr, nrows, nbytes, stride, arrivals)
         p = self.p
         lat = p.rd_latency
         page_shift = self.row_shift
@@ -704,13 +852,17 @@ class Timing:
             ring[k] = chan
             k = nxt[k]
             t += 1
+            if arrivals is not None:
+                arrivals.append(chan)
         self.rd_chan, self.rd_k = chan, k
         self.rd_packets += len(plan)
         self.rd_bytes += nrows * nbytes
         self.rd_fetched += fetched
         return t, chan
 
-    def _read_rows_llc(self, t: float, addr: int, nrows: int, nbytes: int, stride: int) -> tuple[float, float]:
+    def _read_rows_llc(
+        self, t: float, addr: int, nrows: int, nbytes: int, stride: int, arrivals: list[float] | None = None
+    ) -> tuple[float, float]:
         """`_read_rows` behind the LLC: a request that hits returns after rd_latency; one that
         misses also waits llc_miss_latency for the DRAM and pays the row-miss stall if it opens
         another DRAM row (only misses reach the DRAM). Both share the one return channel."""
@@ -747,6 +899,8 @@ class Timing:
             ring[k] = chan
             k = nxt[k]
             t += 1
+            if arrivals is not None:
+                arrivals.append(chan)
         self.rd_chan, self.rd_k = chan, k
         self.llc_hits += hits
         self.llc_misses += len(plan) - hits
@@ -759,8 +913,9 @@ class Timing:
     # load queue
     # ------------------------------------------------------------------------------------------
     def _config_ld(self, args: tuple[int, ...], t: float) -> None:
-        sid, stride, shrunk, bstride, _pix, _scale = args
+        sid, stride, shrunk, bstride, pix, _scale = args
         self.ld_stride[sid], self.ld_shrunk[sid], self.ld_bstride[sid] = stride, shrunk, bstride
+        self.ld_pix[sid] = pix if pix > 1 else 1  # (LoadController: 0 means 1)
         start = t if t > self.ld_free else self.ld_free
         self.ld_free = start + 1
         self.busy_fixed.add(start, start + 1)
@@ -772,6 +927,13 @@ class Timing:
         row = local & self.row_mask
         blocks = -(-cols // self.dim)
         hi = row + (blocks - 1) * self.ld_bstride[sid] + rows
+        pix = self.ld_pix[sid]
+        if pix > 1 and not m:
+            # The pixel repeater writes repeat q of a row q rows up, not below the start of the
+            # row's scratchpad half (PixelRepeater.scala floorSub, lines 60-68); the RS's range
+            # for the load starts there too (ReservationStation.scala lines 289-304).
+            base = 0 if row < self.sp_half else self.sp_half
+            row = max(base, row - (pix - 1))
         ready = t if t > self.ld_free else self.ld_free
         # The RS makes a load wait for older loads only until they have issued (deps_ld of a load:
         # `entries_ld.map { e => e.valid && !e.bits.issued }`), which the in-order load engine
@@ -808,14 +970,18 @@ class Timing:
         if v > ready:
             ready = v
         if dram == 0:  # ZeroWriter: one row (block) per cycle, no memory traffic
-            busy = ready + rows * blocks
+            busy = ready + rows * blocks * pix  # (its own pixel repeater writes each row pix times)
             self.ld_free = busy
             done = busy + 1
+        elif pix > 1 and not m:
+            done = self._mvin_repeated(ready, dram, rows, cols, blocks, sid, pix)
         else:
             esz = 4 if (m and not self.ld_shrunk[sid]) else 1
             stride = self.ld_stride[sid]
             issue_end, last = self._read_rows(ready, dram, 1 if stride == 0 else rows, cols * esz, stride)
             sram_end = ready + rows * blocks  # one SRAM row write per cycle
+            if not m and self.ld_rep_free > ready:  # (behind a repeated load's writes: one write path)
+                sram_end = max(sram_end, self.ld_rep_free - self.p.spad_write_latency + rows * blocks)
             self.ld_free = issue_end if issue_end > ready + rows else ready + rows
             done = (last if last > sram_end else sram_end) + self.p.spad_write_latency
         trk[k] = done  # (the Scratchpad reports the bytes once mvin_scale has written them)
@@ -829,6 +995,31 @@ class Timing:
         elif done > self.w_top:
             self.w_top = done
         heappush(self.rs[LD], done)
+
+    def _mvin_repeated(self, ready: float, dram: int, rows: int, cols: int, blocks: int, sid: int, pix: int) -> float:
+        """A scratchpad load with pixel repeats from DRAM; returns when its last write is done.
+
+        Each row leaves the mvin scale pipeline (`spad_write_latency`) into the pixel repeater,
+        which holds it for `pix` cycles, one scratchpad write each, before it takes the next
+        (ucb-bar/gemmini PixelRepeater.scala: `io.req.ready` only once the row's repeat count is
+        0, line 46; the count steps down once per written repeat, lines 74-85; Scratchpad.scala
+        puts it between the mvin scale unit and the SRAM banks). So the rows are written at
+        one per `pix` cycles (per block), after their data have arrived and after the rows of
+        the repeated load before them (the repeater serves one load at a time, in order)."""
+        stride = self.ld_stride[sid]
+        nsrc = 1 if stride == 0 else rows
+        arrivals: list[float] = []
+        issue_end, _last = self._read_rows(ready, dram, nsrc, cols, stride, arrivals)
+        p = self.p
+        ends = row_ends(dram % p.max_packet, nsrc, cols, stride, p.max_packet, p.beat_bytes)
+        lat, per_row = p.spad_write_latency, pix * blocks
+        w = self.ld_rep_free
+        for r in range(rows):
+            a = arrivals[ends[r if nsrc > 1 else 0]] + lat
+            w = (a if a > w else w) + per_row
+        self.ld_rep_free = w
+        self.ld_free = issue_end if issue_end > ready + rows else ready + rows
+        return w
 
     # ------------------------------------------------------------------------------------------
     # execute queue
@@ -1112,6 +1303,7 @@ class Timing:
     _ENGINE_SCALARS = (  # the engines' clocks (what a mark inside a loop compares)
         "ld_free",
         "ld_last_done",
+        "ld_rep_free",
         "rd_chan",
         "ex_free",
         "ex_drained",
@@ -1176,7 +1368,7 @@ class Timing:
         state = np.concatenate(parts)
         np.maximum(state, -1.0, out=state)
         counters = np.array([float(getattr(self, n)) for n in self._COUNTERS])
-        return Mark(now, state, counters, tuple(self.loop_count), self._key(sp_half))
+        return Mark(now, state, counters, tuple(self.loop_count), self._key(sp_half), self._tally())
 
     def _half_banks(self) -> int:
         """Banks per scratchpad half (0 when a half does not end on a bank boundary: then a
@@ -1203,28 +1395,15 @@ class Timing:
             tuple(self.ld_stride),
             tuple(self.ld_shrunk),
             tuple(self.ld_bstride),
+            tuple(self.ld_pix),
             self.st_stride,
             self.st_pool,
             any(len(h) > c + 1 for h, c in zip(self.rs, self.cap, strict=True)),
         )
 
-    def _recent_lengths(self, lo: float, hi: float) -> list[float]:
-        """Lengths inside [lo, hi) of the compute, memory-or-compute and any-busy unions, from
-        the intervals recorded last (scanned back from the end of each engine's list)."""
-
-        def recent(b: _Busy) -> list[list[float]]:
-            out = []
-            for iv in reversed(b.ivs):
-                if iv[1] < lo - (hi - lo):  # well before the window: older ones are too
-                    break
-                if iv[1] > lo and iv[0] < hi:
-                    out.append([max(iv[0], lo), min(iv[1], hi)])
-            return sorted(out)
-
-        ex, ld, st, fx = (recent(b) for b in (self.busy_ex, self.busy_ld, self.busy_st, self.busy_fixed))
-        compute = _union(ex)
-        busy = _union(compute, ld, st)
-        return [_length(compute, hi), _length(busy, hi), _length(_union(busy, fx), hi)]
+    def _tally(self) -> np.ndarray:
+        """A mark's `tally`: the array's busy time so far, skipped periods included (`skip`)."""
+        return np.array([self.busy_ex.length() + self.skipped.compute])
 
     def skip(self, s: Skip, sp_swap: bool = False, acc_swap: bool = False, rows: bool = True) -> None:
         """Advance over `s.periods` periods: every pending time from the last mark on moves by
@@ -1272,11 +1451,29 @@ class Timing:
         for i, n in enumerate(self._COUNTERS):
             v = getattr(self, n)
             setattr(self, n, v + (round(c[i]) if isinstance(v, int) else float(c[i])))
-        period = dt / s.periods
-        for i, v in enumerate(self._recent_lengths(s.since - period, s.since)):
-            self.extra_busy[i] += v * s.periods
+        self._skip_busy(s)
         if s.linear:
             self.loop_count = [x + d for x, d in zip(self.loop_count, s.linear, strict=True)]
+
+    def _skip_busy(self, s: Skip) -> None:
+        """The breakdown's part of a skip: the skipped periods become a span of `skipped`, and
+        the busy time recorded after the mark (the pending work) moves behind it, as the
+        pending times did. A span's busy time is a period's, `periods` times over: the array's
+        is what the marks' tallies say the last periods' commands kept it busy (its intervals
+        arrive in program order, so each command's share is its own, where the window before
+        the mark may still hold an earlier loop's tail); the unions with the memory and fixed
+        costs, which no command owns (a load timed earlier may cover the time), are the last
+        period's window's."""
+        busy = (self.busy_ex, self.busy_ld, self.busy_st, self.busy_fixed)
+        lo, hi = s.since - s.dt / s.periods, s.since
+        window = _busy_lengths(lo, hi, [b.within(lo, hi) for b in busy], self.skipped.within(lo, hi))
+        compute = min(float(s.tally[0]) / s.periods, s.dt / s.periods)  # (a drain may outlast its period)
+        either = max(window[1], compute)
+        lengths = [x * s.periods for x in (compute, either, max(window[2], either))]
+        for b in busy:
+            b.shift(s.since, s.dt)
+        self.skipped.shift(s.since, s.dt)
+        self.skipped.add(s.since, s.since + s.dt, lengths)
 
     # ------------------------------------------------------------------------------------------
     # CPU-side
@@ -1313,12 +1510,10 @@ class Timing:
     def breakdown(self) -> dict[str, int]:
         """`cycles()` split into compute / memory / overhead / stall (module docstring)."""
         end = max(self.idle_time(), self.t_cpu)
-        compute = self.busy_ex.merged()
-        busy = _union(compute, self.busy_ld.merged(), self.busy_st.merged())
-        fixed = _union(busy, self.busy_fixed.merged())
-        extra = self.extra_busy
+        busy = (self.busy_ex, self.busy_ld, self.busy_st, self.busy_fixed)
+        lengths = _busy_lengths(0.0, end, [b.merged() for b in busy], self.skipped.spans)
         total = self.cycles()
-        cmo = min(total, round(_length(fixed, end) + extra[2]))
-        cm = min(cmo, round(_length(busy, end) + extra[1]))
-        c = min(cm, round(_length(compute, end) + extra[0]))
+        cmo = min(total, round(lengths[2]))
+        cm = min(cmo, round(lengths[1]))
+        c = min(cm, round(lengths[0]))
         return {"compute": c, "memory": cm - c, "stall": total - cmo, "overhead": cmo - cm}

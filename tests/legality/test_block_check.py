@@ -1,4 +1,4 @@
-"""Checker.block (every rule over a block of commands at once, NumPy) against Checker.step
+"""`check_block` (every rule over a block of commands at once, NumPy) against Checker.step
 (one command at a time): on random blocks, legal and illegal, block either vouches for all
 of them — and leaves the checker exactly as stepping does — or changes nothing."""
 
@@ -18,7 +18,8 @@ from zomboss import expr as ex
 from zomboss.errors import ZombossError
 from zomboss.expr import vector as vx
 from zomboss.knowledge import load_kb
-from zomboss.legality import Block, Checker
+from zomboss.legality import Block, Checker, check_block
+from zomboss.legality.block import memos
 from zomboss.program import Instr
 
 TOY = Path(__file__).resolve().parents[1] / "data" / "toy.md"
@@ -59,11 +60,11 @@ commands = st.one_of(
 programs = st.lists(commands, max_size=10)
 
 
-def check_block(ch: Checker, ref: Checker, cmds: list[Cmd], blk: Block) -> bool:
-    """`ch.block(blk)` agrees with stepping `ref` through `cmds` (the same commands)."""
+def agrees(ch: Checker, ref: Checker, cmds: list[Cmd], blk: Block) -> bool:
+    """`check_block(ch, blk)` agrees with stepping `ref` through `cmds` (the same commands)."""
     before = snapshot(ch)
     assert snapshot(ref) == before
-    ok = ch.block(blk)
+    ok = check_block(ch, blk)
     found = [v for op, args in cmds for v in ref.step(Instr(op, args, blk.line))]
     if ok:
         assert found == [] and snapshot(ch) == snapshot(ref)
@@ -81,7 +82,7 @@ def test_block_agrees_with_step(kb, prefix, body, suffix):
     for op, args in prefix:  # some entry state: configs, writes, a previous vector op...
         ch.step(Instr(op, args, 1))
         ref.step(Instr(op, args, 1))
-    check_block(ch, ref, body, Block.of(body, line=2))
+    agrees(ch, ref, body, Block.of(body, line=2))
     for op, args in suffix:  # and what comes after sees the same state
         assert ch.step(Instr(op, args, 3)) == ref.step(Instr(op, args, 3))
 
@@ -120,7 +121,7 @@ def test_memo_across_blocks_of_one_template(kb, body, rounds):
             ch.step(Instr(op, args, 1))
             ref.step(Instr(op, args, 1))
         cmds = _relocated(body, bases)
-        check_block(ch, ref, cmds, _templated(cmds, template, 2))
+        agrees(ch, ref, cmds, _templated(cmds, template, 2))
 
 
 def test_block_takes_the_fast_path_and_reports_nothing_itself(kb):
@@ -132,14 +133,14 @@ def test_block_takes_the_fast_path_and_reports_nothing_itself(kb):
         ("vset", (1,)),
     ]
     ch, ref = Checker(kb), Checker(kb)
-    assert check_block(ch, ref, cmds, Block.of(cmds))
+    assert agrees(ch, ref, cmds, Block.of(cmds))
     # a load of what the store wrote, with no fence: refused by stepping, with its rule
     bad = [("load", (8192, 0, 4, 4))]
-    assert not check_block(ch, ref, bad, Block.of(bad))
+    assert not agrees(ch, ref, bad, Block.of(bad))
     assert [v.rule for v in Checker(kb).check((Instr(op, a, 1), None) for op, a in cmds + bad)] == ["fence.raw"]
     # fences, and rules on register values, are left to step
-    assert not Checker(kb).block(Block.of([("fence", ())]))
-    assert not Checker(kb).block(Block.of([("vset", (1,)), ("vadd", (1, 2))]))
+    assert not check_block(Checker(kb), Block.of([("fence", ())]))
+    assert not check_block(Checker(kb), Block.of([("vset", (1,)), ("vadd", (1, 2))]))
 
 
 def _column_env(values: dict[str, np.ndarray]) -> Any:
@@ -196,16 +197,16 @@ def test_generated_rules(tmp_path_factory, doc, body, prefix):
     for op, args in prefix:
         ch.step(Instr(op, args, 1))
         ref.step(Instr(op, args, 1))
-    check_block(ch, ref, body, Block.of(body, line=2))
+    agrees(ch, ref, body, Block.of(body, line=2))
 
 
 def test_memos_stay_within_their_byte_budget(kb, monkeypatch):
     cmds: list[Cmd] = [("config_ld", (0, 16, 8)), ("load", (4096, 0, 8, 4)), ("store", (8192, 0, 2))]
     ch, ref = Checker(kb), Checker(kb)
     template = object()
-    assert check_block(ch, ref, cmds, _templated(cmds, template, 2))
-    assert ch._memos.of(template) and 0 < ch._memos.size <= ch._memos.budget
-    monkeypatch.setattr(ch._memos, "budget", 0)
+    assert agrees(ch, ref, cmds, _templated(cmds, template, 2))
+    assert memos(kb).of(template) and 0 < memos(kb).size <= memos(kb).budget
+    monkeypatch.setattr(memos(kb), "budget", 0)
     other = object()
-    assert check_block(ch, ref, cmds, _templated(cmds, other, 2))
-    assert ch._memos.size == 0 and not ch._memos.of(template) and not ch._memos.of(other)
+    assert agrees(ch, ref, cmds, _templated(cmds, other, 2))
+    assert memos(kb).size == 0 and not memos(kb).of(template) and not memos(kb).of(other)

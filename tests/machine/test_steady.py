@@ -82,3 +82,17 @@ def test_a_key_change_blocks_a_period():
     assert steady.find_period(marks, steady.Policy()) == 1
     keyed = [steady.Mark(k.time, k.state, k.counters, k.linear, key=i % 2) for i, k in enumerate(marks)]
     assert steady.find_period(keyed, steady.Policy()) is None
+
+
+def test_a_tally_is_scaled_like_the_counters_but_never_blocks_a_period():
+    """A tally (what a target only reports, e.g. its breakdown's busy time) may drift between
+    periods where the counters do not: the period is still found, and the skip adds the
+    tally's mean increment over the last two periods, times the periods skipped."""
+    marks = [
+        steady.Mark(100.0 * i, np.zeros(1), np.array([float(i)]), tally=np.array([60.0 * i + 5.0 * i * i]))
+        for i in range(3)
+    ]
+    assert steady.find_period(marks, steady.Policy()) == 1
+    s = steady.plan_skip(marks, 1, 10, steady.Policy())
+    assert s is not None and s.periods == 10
+    assert np.allclose(s.counters, [10.0]) and np.allclose(s.tally, [(marks[2].tally - marks[0].tally) / 2 * 10])

@@ -125,21 +125,6 @@ def test_gap_stops_once_proven(tmp_path):
     assert res["gap"] <= 0.2 and res["lower_bound_cycles"] >= 45_288
 
 
-def test_status_line_only_on_a_terminal_and_not_under_json(monkeypatch):
-    from zomboss.app.cli import exhaustive_display
-    from zomboss.solvers.exhaustive import ExhaustiveProgress
-
-    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
-    with exhaustive_display(enabled=True) as show:
-        assert show is None
-    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
-    with exhaustive_display(enabled=False) as show:
-        assert show is None
-    with exhaustive_display(enabled=True) as show:
-        assert show is not None
-        show(ExhaustiveProgress("classes", 3, 10, 7, 1020, 1000, 1.5))
-
-
 @pytest.mark.slow
 def test_ctrl_c_stops_promptly_with_exit_130(tmp_path):
     import signal

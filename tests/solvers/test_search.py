@@ -120,3 +120,16 @@ def test_classes_beyond_the_sizing_budget_still_offer_their_screened_sizing(case
     for c in unsized:
         for s in c.sizings:
             assert pool.space.from_skeleton(c.members[0], s, pool.shape).key() in offered
+
+
+def test_solve_reports_each_phase_and_simulation_to_its_status_callback():
+    t = get_target("plena")
+    wl = t.workload("rope_64x64")
+    seen = []
+    res = solve(t, wl, {}, SolveConfig(budget=3), status=seen.append)
+    phases = [p.phase for p in seen]
+    assert phases[:2] == ["candidate-0", "pool"] and phases[-1] == "verify"
+    assert phases.count("search") == res.simulations
+    assert seen[0].incumbent is None and seen[1].incumbent == res.default_cycles
+    assert seen[-1].incumbent == res.cycles and seen[-1].simulations == res.simulations
+    assert all(p.budget == 3 for p in seen) and seen == sorted(seen, key=lambda p: p.elapsed_s)

@@ -22,6 +22,7 @@ from zomboss.util import MAX_INSTRUCTIONS
 
 if TYPE_CHECKING:  # the solvers load lazily, for the CLI's start-up time
     from zomboss.solvers.exhaustive import ExhaustiveProgress
+    from zomboss.solvers.search import SolveProgress
 
 
 def _fraction(text: str) -> float:
@@ -36,27 +37,46 @@ def _fraction(text: str) -> float:
 
 
 @contextlib.contextmanager
-def exhaustive_display(enabled: bool) -> Iterator[Callable[[ExhaustiveProgress], None] | None]:
-    """A rich status line on stderr for an exhaustive run (phase, classes, simulations,
-    incumbent, bound, gap, elapsed); nothing under --json or when stderr is not a terminal."""
+def status_line(enabled: bool, first: str) -> Iterator[Callable[[str], None] | None]:
+    """A rich status line on stderr that the caller updates; nothing under --json or when
+    stderr is not a terminal (a log or a pipe gets the result only)."""
     if not enabled or not sys.stderr.isatty():
         yield None
         return
     from rich.console import Console
 
+    with Console(stderr=True).status(first) as status:
+        yield status.update
+
+
+def exhaustive_text(p: ExhaustiveProgress) -> str:
     from zomboss.solvers.exhaustive import relative_gap
 
-    console = Console(stderr=True)
-    with console.status("exhaustive: starting") as status:
+    return (
+        f"exhaustive: {p.phase}, classes {p.classes_done}/{p.classes}, {p.simulations} simulations, "
+        f"incumbent {p.incumbent:,}, bound {p.lower_bound:,}, gap "
+        f"{relative_gap(p.incumbent, p.lower_bound):.2%}, {p.elapsed_s:.0f} s"
+    )
 
-        def show(p: ExhaustiveProgress) -> None:
-            status.update(
-                f"exhaustive: {p.phase}, classes {p.classes_done}/{p.classes}, {p.simulations} simulations, "
-                f"incumbent {p.incumbent:,}, bound {p.lower_bound:,}, gap "
-                f"{relative_gap(p.incumbent, p.lower_bound):.2%}, {p.elapsed_s:.0f} s"
-            )
 
-        yield show
+def solve_text(p: SolveProgress) -> str:
+    best = "" if p.incumbent is None else f", best {p.incumbent:,} cycles"
+    return f"solve: {p.phase}, {p.simulations}/{p.budget} simulations{best}, {p.elapsed_s:.0f} s"
+
+
+@contextlib.contextmanager
+def exhaustive_display(enabled: bool) -> Iterator[Callable[[ExhaustiveProgress], None] | None]:
+    """The exhaustive run's status line (phase, classes, simulations, incumbent, bound, gap,
+    elapsed)."""
+    with status_line(enabled, "exhaustive: starting") as update:
+        yield None if update is None else (lambda p: update(exhaustive_text(p)))
+
+
+@contextlib.contextmanager
+def solve_display(enabled: bool) -> Iterator[Callable[[SolveProgress], None] | None]:
+    """The guided search's status line (phase, simulations of the budget, best, elapsed)."""
+    with status_line(enabled, "solve: starting") as update:
+        yield None if update is None else (lambda p: update(solve_text(p)))
 
 
 def _param_overrides(items: Sequence[str]) -> dict[str, int]:
@@ -200,7 +220,8 @@ def cmd_space(args: argparse.Namespace) -> int:
     t = get_target(args.target)
     wl = t.workload(args.workload)
     kb = t.kb(_param_overrides(args.param))
-    report = describe_space(kb, wl.id, wl.op, wl.shape, count_seconds=args.count_seconds)
+    with status_line(enabled=not args.json, first="space: starting") as update:
+        report = describe_space(kb, wl.id, wl.op, wl.shape, count_seconds=args.count_seconds, status=update)
     _emit(args, report.to_json(), report.text())
     return 0
 
@@ -259,7 +280,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
             verify=args.verify,
             samples=args.samples,
         )
-        res = solve(t, wl, params, cfg, store=store)
+        with solve_display(enabled=not args.json) as show_solve:
+            res = solve(t, wl, params, cfg, store=store, status=show_solve)
         kind = solve_kind(args.guide, args.budget, args.seed, res.verified_by)
     d = res.to_json()
     d["db"] = str(store.path)

@@ -1,6 +1,6 @@
 """expr.py's semantics over NumPy columns: one expression evaluated for many instructions at once.
 
-The block checker (`legality.Checker.block`) evaluates each rule of a mnemonic for every
+The block checker (`legality.block.check_block`) evaluates each rule of a mnemonic for every
 command of a hardware-loop expansion in one pass instead of once per command. An expression
 is compiled once (closures over its tree, no generated source) into a function of an
 environment of columns. A column is an int64 array (or a Python scalar, broadcast) with the
@@ -152,8 +152,24 @@ def _shift_amount(b: Col) -> tuple[Any, Mask, int]:
     return np.where(out, 0, b.val), out, hi
 
 
+def _measured(c: Col) -> Col:
+    """`c` with the bounds its values take: static bounds compound through divisions and
+    branches far beyond what a column holds, and the values are exact (no earlier operation
+    could overflow), so their range is a sound bound for the next operation."""
+    if np.ndim(c.val) == 0 or len(c.val) == 0:
+        return c
+    return Col(c.val, c.bad, max(int(c.val.min()), c.lo), min(int(c.val.max()), c.hi), c.kind)
+
+
 def _arith(op: str, a: Col, b: Col) -> Col:
     a, b = _num(a), _num(b)
+    try:
+        return _arith_bounded(op, a, b)
+    except Unsupported:
+        return _arith_bounded(op, _measured(a), _measured(b))
+
+
+def _arith_bounded(op: str, a: Col, b: Col) -> Col:
     bad = mask_or(a.bad, b.bad)
     if op == "+":
         lo, hi = _bounded(a.lo + b.lo, a.hi + b.hi)

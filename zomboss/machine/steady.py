@@ -14,7 +14,9 @@ that advances linearly, such as address registers) and applies `Skip`s. Detectio
 for a period `p`, that the last two periods took the same time (within `rtol`), moved the
 same counters and linear state, and left the same relative state (within `state_tol` cycles
 or `rtol` of the period). A run where no period appears within `probe` iterations is
-simulated in full, and the report says so.
+simulated in full, and the report says so. A mark's `tally` is scaled like its counters but not
+compared: what a target only reports with it (a cycle breakdown's busy time) cannot change what
+is skipped.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ class Mark:
     counters: np.ndarray  # event counters (bytes moved, packets, ...): added per skipped period
     linear: tuple[int, ...] = ()  # integer state that must advance by the same step every period
     key: Hashable = None  # discrete state that must repeat exactly (configuration, parities)
+    # quantities a skip adds per period like `counters` but that steadiness does not compare:
+    # what a target only reports (a breakdown's busy time) must not decide whether it skips
+    tally: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,7 @@ class Skip:
     counters: np.ndarray  # counter increments
     linear: tuple[int, ...]  # linear-state increments
     since: float  # the clock at the last mark: pending times at or after it move by dt
+    tally: np.ndarray = field(default_factory=lambda: np.zeros(0))  # tally increments
 
 
 @dataclass(frozen=True)
@@ -129,6 +135,7 @@ def plan_skip(marks: list[Mark], p: int, remaining: int, policy: Policy) -> Skip
         counters=counters * periods,
         linear=tuple(v * periods for v in linear),
         since=a.time,
+        tally=(a.tally - c.tally) / 2 * periods,
     )
 
 

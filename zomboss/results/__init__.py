@@ -7,7 +7,7 @@ store shared by `solve` and `bench` (`store`), and the bench report with its plo
 from __future__ import annotations
 
 from zomboss.results.records import KernelResult, Record, speedup
-from zomboss.results.report import compare_rows, compare_summary, markdown, rows_of, write_report
+from zomboss.results.report import compare_rows, compare_summary, markdown, read_best, rows_of, write_report
 from zomboss.results.store import Store
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "compare_rows",
     "compare_summary",
     "markdown",
+    "read_best",
     "rows_of",
     "speedup",
     "write_report",

@@ -157,6 +157,24 @@ def markdown(rows: Sequence[Mapping[str, Any]], title: str, config: Mapping[str,
     return "\n".join(out) + "\n"
 
 
+def read_best(text: str) -> dict[tuple[str, str], int]:
+    """The `best` column of a report's per-instance table (what `markdown` writes), by
+    (target, workload): the reference a later search is held to."""
+    lines = text.splitlines()
+    head = next((i for i, line in enumerate(lines) if line.startswith("| target | workload |")), None)
+    if head is None:
+        raise ValueError("no per-instance table (a line starting '| target | workload |')")
+    cols = [c.strip() for c in lines[head].strip("|").split("|")]
+    out = {}
+    for line in lines[head + 2 :]:
+        if not line.startswith("|"):
+            break
+        row = dict(zip(cols, (c.strip() for c in line.strip("|").split("|")), strict=True))
+        if row.get("best", "-") != "-":
+            out[(row["target"], row["workload"])] = int(row["best"])
+    return out
+
+
 def references_markdown(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """The winner against each other reference mapping the search simulated (Gemmini's Exo-style
     schedule): a searched kernel slower than a known schedule would be a search bug."""

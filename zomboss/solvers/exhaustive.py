@@ -33,7 +33,7 @@ from zomboss.mapping import KnobMapping, space
 from zomboss.results import Store
 from zomboss.solvers.guides.base import SearchState, Simulated
 from zomboss.solvers.search import Programs, Runner, SolveResult, candidate_zero, result_of, verify_winner
-from zomboss.solvers.space import SizingModel, build_pool
+from zomboss.solvers.space import SizingModel, build_pool, fixed_bound
 from zomboss.target import Mode, Params, Target
 from zomboss.workload import Workload
 
@@ -72,6 +72,9 @@ def _sizings(model: SizingModel, time_limit: float) -> tuple[list[dict[str, int]
     return out, status in (cp_model.OPTIMAL, cp_model.INFEASIBLE)
 
 
+SCREENED_CLASSES = 0  # classes CP-SAT sizes again when the bounds need no CP-SAT (the descent seeds the incumbent)
+
+
 def relative_gap(incumbent: int, lower_bound: int) -> float:
     """The incumbent's distance above a proven lower bound, as a fraction of the bound."""
     return max(0.0, incumbent / lower_bound - 1.0) if lower_bound > 0 else float("inf")
@@ -101,8 +104,15 @@ def exhaustive(
     refs = t.reference_mappings(wl, params)
     c0 = refs["library"]
     default = candidate_zero(runner, sp, c0)
+    if deadline is not None:
+        # the winner is verified on two seeds after the search: the time limit covers that too,
+        # estimated by what Candidate-0's verified run just took
+        deadline -= 2 * default.wall_s
     roof = t.bound(wl, params)  # sound for every legal mapping: the floor where a class bound is unknown
-    pool = build_pool(kb, wl.op, wl.shape, k=1, near=c0, budget_s=1e9, deadline=deadline)
+    # CP-SAT sizes every class when that is how its bound is proven; a bound that reads no
+    # integer knob is the class's at any sizing, and the screen's sizings seed the incumbent
+    sized = SCREENED_CLASSES if fixed_bound(sp) else None
+    pool = build_pool(kb, wl.op, wl.shape, k=1, near=c0, budget_s=1e9, sized=sized, deadline=deadline)
     state = SearchState(sp, dict(wl.shape), default, {}, pool.candidates())
     programs = Programs(t, wl, params)
     programs.repeated(c0)

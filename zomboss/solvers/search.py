@@ -58,12 +58,28 @@ class SolveConfig:
     # rerun proposes the same candidates; ~8 wall seconds each on the 2-core reference machine,
     # polish included), classes with the lowest screened estimate first
     pool_seconds: float = 2.5
+    # cost classes sized again by CP-SAT, best screened first; the others keep the screen's
+    # sizing (see `build_pool`)
+    sized_classes: int = 16
     guide_options: dict[str, Any] = field(default_factory=dict)
     # full: functional simulation on VERIFY_SEEDS; sampled: `samples` output blocks per seed
     # (SampledVerifier targets); none: timing only; auto: full unless the operands are too
     # large to allocate, then sampled where the target can (else timing only), saying why
     verify: str = "full"
     samples: int = 8
+
+
+@dataclass(frozen=True)
+class SolveProgress:
+    """What a progress display shows of a guided search: the phase ("candidate-0", "pool",
+    "search", "verify"), the simulations of the budget, the incumbent (None before
+    Candidate-0 is timed) and the elapsed time."""
+
+    phase: str
+    simulations: int
+    budget: int
+    incumbent: int | None
+    elapsed_s: float
 
 
 @dataclass
@@ -305,17 +321,35 @@ def solve(
     store: Store | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     guide: Guide | None = None,
+    status: Callable[[SolveProgress], None] | None = None,
 ) -> SolveResult:
+    """The guided search of one instance (see the module docstring); `progress` is told each
+    simulation (the bench's counter), `status` each phase and simulation (a display)."""
     cfg = cfg or SolveConfig()
     t_start = time.perf_counter()
+
+    def show(phase: str, sims: int, best: int | None) -> None:
+        if status is not None:
+            status(SolveProgress(phase, sims, cfg.budget, best, time.perf_counter() - t_start))
+
     kb = t.kb(params)
     sp = space(kb, wl.op)
     guide = guide or make_guide(cfg.guide, cfg.seed, **cfg.guide_options)
     runner = Runner(t, wl, params, store, guide.name, cfg.verify, cfg.samples)
     refs = t.reference_mappings(wl, params)
     c0 = refs["library"]
+    show("candidate-0", 0, None)
     default = candidate_zero(runner, sp, c0)
-    pool: Pool = build_pool(kb, wl.op, wl.shape, k=cfg.k, near=c0, budget_s=cfg.pool_seconds)
+    show("pool", 0, default.cycles)
+    pool: Pool = build_pool(
+        kb,
+        wl.op,
+        wl.shape,
+        k=cfg.k,
+        near=c0,
+        budget_s=cfg.pool_seconds,
+        sized=cfg.sized_classes,
+    )
     others = {n: m for n, m in refs.items() if n != "library"}
     state = SearchState(sp, dict(wl.shape), default, others, pool.candidates(), kb=kb, workload=wl.id)
     programs = Programs(t, wl, params)
@@ -365,6 +399,8 @@ def solve(
             history.append({"n": sims, "source": p.source or guide.name, "cycles": cycles, "best": state.best().cycles})
             if progress is not None:
                 progress(f"{t.name}:{wl.id}", sims, cfg.budget)
+            show("search", sims, state.best().cycles)
+    show("verify", sims, state.best().cycles)
     winner, verification = verify_winner(runner, state)
     tokens = getattr(guide, "tokens", None)
     if store is not None and hasattr(guide, "store_calls"):

@@ -7,6 +7,7 @@ import pytest
 from zomboss.targets.gemmini import TARGET
 from zomboss.targets.gemmini.config import GemminiConfig
 from zomboss.targets.gemmini.dram import Dram
+from zomboss.targets.gemmini.presets import CURRENT_LIBRARY, CURRENT_RTL
 
 from zomboss.program import Instr, Program
 
@@ -46,14 +47,17 @@ def library_program(spec: str) -> Program:
     return TARGET.lower(TARGET.instance(wl, {}), TARGET.reference_mappings(wl, {})["library"])
 
 
-SPAD_IDS = {"loop_spad_ids": 1}  # the KB of an RTL whose loop FSMs have spad ids (ucb-bar/gemmini)
+CURRENT = "firesim-f1-llc-current"  # the preset of the current RTL (ucb-bar/gemmini defaultConfig)
+# the KB of that RTL: spad ids, first-layer pixel repeats and the OS dataflow (`Rtl.kb_params`)
+RTL_FEATURES = CURRENT_RTL.kb_params
 
 
 def dev_library_program(spec: str) -> Program:
     """The dev library's kernel (gemmini-rocc-tests dev: pinned halves, first-layer pixels,
-    downsampling) as the current RTL runs it: its mapping lowered under `loop_spad_ids = 1`."""
+    downsampling) as the current RTL runs it: its mapping lowered under that RTL's KB."""
     from zomboss.targets.gemmini.mapping import library_default
-    from zomboss.targets.gemmini.presets import CURRENT_LIBRARY
 
     wl = TARGET.workload(spec)
-    return TARGET.lower(TARGET.instance(wl, SPAD_IDS), library_default(wl, TARGET.config(SPAD_IDS), CURRENT_LIBRARY))
+    return TARGET.lower(
+        TARGET.instance(wl, RTL_FEATURES), library_default(wl, TARGET.config(RTL_FEATURES), CURRENT_LIBRARY)
+    )

@@ -1,4 +1,4 @@
-"""The simulator checks each hardware loop's expansion with `Checker.block` (all commands at
+"""The simulator checks each hardware loop's expansion with `check_block` (all commands at
 once) and falls back to `Checker.step`: on random mappings, lowered and then randomly
 broken, the verdict — legal with the same cycles, or refused with the same violations (rule,
 values, line) — is the one stepping through every command gives."""
@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from zomboss.targets.gemmini import TARGET
+from zomboss.targets.gemmini import TARGET, simulator
 from zomboss.targets.gemmini.config import GemminiConfig
 from zomboss.targets.gemmini.simulator import simulate
 
 from zomboss.errors import IllegalProgram, ZombossError
-from zomboss.legality import Checker
+from zomboss.legality import check_block
 from zomboss.mapping import iter_knob_edits, space
 from zomboss.program import Instr, Program
 
@@ -33,7 +33,7 @@ def outcome(program: Program, fast: bool) -> tuple[Any, ...]:
     """What the checked timing simulation says, with or without the block path."""
     with pytest.MonkeyPatch.context() as m:
         if not fast:
-            m.setattr(Checker, "block", lambda self, blk: False)
+            m.setattr(simulator, "check_block", lambda checker, blk: False)
         try:
             r = simulate(program, CFG, None, functional=False, timing=True, check=True)
         except IllegalProgram as e:
@@ -88,8 +88,7 @@ def test_block_path_gives_steps_verdict(program):
 def test_the_suite_defaults_take_the_block_path(monkeypatch):
     """Legal expansions never need the fallback (the speed of checked simulation)."""
     calls = []
-    block = Checker.block
-    monkeypatch.setattr(Checker, "block", lambda self, blk: calls.append(block(self, blk)) or calls[-1])
+    monkeypatch.setattr(simulator, "check_block", lambda ch, blk: calls.append(check_block(ch, blk)) or calls[-1])
     for spec in SPECS:
         wl = TARGET.workload(spec)
         program = TARGET.lower(TARGET.instance(wl, {}), TARGET.reference_mappings(wl, {})["library"])

@@ -31,20 +31,21 @@ from zomboss.program import Program
 from zomboss.solvers.space import skeletons
 
 from . import test_simulator as TS
-from .conftest import GARB, ONE, prog, put, rand_i8
+from .conftest import CURRENT, GARB, ONE, RTL_FEATURES, prog, put, rand_i8
 
 FAST_DEFAULTS = ("mm256", "odd_pad")  # the rest take 10 s to 3 min each in the generic simulator
 
 
 @functools.cache
 def _sim() -> GenericSim:
-    return G.generic_sim(GemminiConfig.default())
+    return G.generic_sim(GemminiConfig.default(), CURRENT)
 
 
 def both(program: Program, cfg: GemminiConfig, dram: Dram, check: bool = False) -> tuple[Dram, Dram]:
-    """The DRAM after the hand-written simulator, and after the generic one (from the same image)."""
+    """The DRAM after the hand-written simulator, and after the generic one (from the same image),
+    both on the current RTL, which builds every feature the programs here use."""
     hand, doc = dram.copy(), dram.copy()
-    simulate(program, cfg, hand, timing=False, check=check)
+    simulate(program, cfg, hand, timing=False, check=check, preset=CURRENT)
     G.run(program, cfg, doc, check=check, sim=_sim())
     return hand, doc
 
@@ -70,7 +71,15 @@ def test_suite_default_matches_the_hand_written_simulator(wid):
 MAPPED: list[bool] = []
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+# derandomized: `test_zz_random_mappings_were_mostly_simulated` counts this test's draws, and
+# about one in three draws is an absurd corner the sizer refuses, so 20 fresh draws per run left
+# it failing now and then (8 of 20) on nothing but luck
+@settings(
+    max_examples=20,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(
     op=st.sampled_from(["matmul", "conv"]),
     dims=st.lists(st.integers(1, 5), min_size=4, max_size=4),
@@ -94,13 +103,13 @@ def test_random_legal_mappings_match(op, dims, flags, hw, pick, weights):
         spec = f"conv:N=1,H={3 + 2 * a},W={3 + 2 * a},C={5 * b},K={7 * c},R=3,S=3,stride={1 + d % 2},pad=1"
         spec += f",bias={bias},relu={relu}"
     wl = TARGET.workload(spec)
-    sks = [sk.as_dict() for sk in skeletons(TARGET.kb({}), wl.op, wl.shape)]
+    sks = [sk.as_dict() for sk in skeletons(TARGET.kb(RTL_FEATURES), wl.op, wl.shape)]
     fit = [i for i, sk in enumerate(sks) if (sk.get("loop") == "hw") == hw]
-    m = random_mapping(TARGET, wl, fit[pick % len(fit)], weights, within=8.0) if fit else None
+    m = random_mapping(TARGET, wl, fit[pick % len(fit)], weights, within=8.0, params=RTL_FEATURES) if fit else None
     MAPPED.append(m is not None)
     if m is None:
         return  # an infeasible skeleton for this workload, or an absurd corner
-    inst = TARGET.instance(wl, {})
+    inst = TARGET.instance(wl, RTL_FEATURES)
     hand, doc = both(TARGET.lower(inst, m), inst.cfg, inst.dram(), check=True)
     assert inst.verify(hand)
     assert np.array_equal(hand.mem, doc.mem), m.key()
@@ -215,6 +224,7 @@ def test_functional_programs_match(name, kwargs, monkeypatch, cfg):
 
     def run(p, cfg, dram, **kw):
         _, doc = both(p, cfg, dram, check=kw.get("check", False))
+        kw.setdefault("preset", CURRENT)
         out = simulate(p, cfg, dram, timing=kw.pop("timing", False), **kw)  # the test's assertions check this one
         assert np.array_equal(dram.mem, doc.mem)
         ran.append(p)

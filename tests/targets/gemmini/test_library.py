@@ -13,7 +13,7 @@ from zomboss.errors import WorkloadError
 from zomboss.target import Mode
 from zomboss.workload import Workload
 
-from .conftest import SPAD_IDS, dev_library_program, library_program
+from .conftest import RTL_FEATURES, dev_library_program, library_program
 
 # I x J x K -> (tile_I, tile_J, tile_K), (I0, J0, K0), spad rows, acc rows, reuse (reference §6.1 table)
 MATMUL_TABLE = [
@@ -46,7 +46,7 @@ def test_library_mapping_emits_one_loop_ws_per_block(cfg, shape, tiles, outer, s
     m = library_default(wl, cfg)  # the default preset's library (dosa): the same tiles, never pinned
     assert (m.sym("loop"), m.int("tile_i"), m.int("tile_j"), m.int("tile_k")) == ("hw", *tiles)
     assert (m.flag("reuse_a"), m.flag("reuse_b")) == (False, False)
-    dev = library_default(wl, TARGET.config(SPAD_IDS), CURRENT_LIBRARY)
+    dev = library_default(wl, TARGET.config(RTL_FEATURES), CURRENT_LIBRARY)
     assert (dev.flag("reuse_a"), dev.flag("reuse_b")) == ("a" in reuse, "b" in reuse)
     ops = [i.op for i in library_program(wl.spec).instrs]
     assert ops.count("loop_ws") == outer[0] * outer[1] * outer[2]

@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 from zomboss.targets.gemmini import TARGET, platform
 from zomboss.targets.gemmini.instance import ConvBuffers, MatmulBuffers
 from zomboss.targets.gemmini.mapping import exo_style, library_default
-from zomboss.targets.gemmini.presets import CURRENT_LIBRARY
+from zomboss.targets.gemmini.presets import CURRENT_LIBRARY, CURRENT_RTL
 from zomboss.targets.gemmini.simulator import simulate
+from zomboss.targets.gemmini.verify import run as run_on
 
 from zomboss.expr import cdiv
 from zomboss.mapping import IllegalMapping, KnobMapping, space
@@ -29,12 +30,12 @@ from zomboss.workload import Workload
 
 from .library_oracle import ConvCall, MatmulCall, tiled_conv_auto, tiled_matmul_auto
 
-# The differential tests cover the whole mapping space, pinned A/B halves under hardware loops
-# included, which needs loop FSMs with spad ids: the KB of that RTL (`loop_spad_ids = 1`,
-# gemmini.md §9) and the preset of the current RTL (the default preset's gemmini-dosa RTL
-# refuses such loops, `platform.check_loop`).
-PARAMS = {"loop_spad_ids": 1}
-RTL_WITH_SPAD_IDS = "firesim-f1-llc-current"
+# The differential tests cover the whole mapping space, pinned A/B halves under hardware loops,
+# first-layer pixels and the OS dataflow included, which need an RTL with those features: the
+# KB of the current RTL (`Rtl.kb_params`, gemmini.md §4 and §9) and its preset (the default
+# preset's gemmini-dosa RTL refuses them, `platform.check_loop` / `check_command`).
+PARAMS = CURRENT_RTL.kb_params
+CURRENT = "firesim-f1-llc-current"
 CFG = TARGET.config(PARAMS)
 D = CFG.dim
 KB = CFG.kb()
@@ -52,7 +53,7 @@ def run(wl: Workload, m: KnobMapping) -> bool:
         functional=True,
         timing=False,
         check=True,
-        preset=RTL_WITH_SPAD_IDS,
+        preset=CURRENT,
     )
     assert sim.dram is not None
     return inst.verify(sim.dram)
@@ -298,7 +299,7 @@ def test_prefetch_hoists_loads_and_hides_their_latency() -> None:
     a config or an earlier load, and never above a compute that reads the buffer they refill;
     the kernel still equals NumPy and the exposed load time shrinks."""
     wl = TARGET.workload("odd_pad")
-    inst = TARGET.instance(wl, {})
+    inst = TARGET.instance(wl, PARAMS)  # (OS: the current RTL's mapping space and preset)
     knobs = dict(loop="sw", tile_i=5, tile_j=13, tile_k=19, dataflow="os", order="kij", reuse_a="true",
                  reuse_b="true", buffers_a=1, buffers_b=1, acc_i=4, acc_j=12, acc_buffers=1, inner_order="kji",
                  weight_reuse="false", mvin_blocks_a=2, mvin_blocks_b=3, mvout_blocks=4, acc_init="overwrite",
@@ -310,10 +311,10 @@ def test_prefetch_hoists_loads_and_hides_their_latency() -> None:
     assert [b[n] for n in loads] == [i for i in a if i.op.startswith("mvin")]  # loads keep their order
     moved = [n for n, i in enumerate(a) if i.op.startswith("mvin")]
     assert max(x - y for x, y in zip(moved, loads, strict=True)) <= 4 * inst.cfg.rs_ex
-    e_jit, e_pre = (TARGET.evaluate(inst, m, Mode.VERIFIED) for m in (jit, pre))
+    e_jit, e_pre = (run_on(inst, m, Mode.VERIFIED, preset=CURRENT) for m in (jit, pre))
     assert e_jit.verified and e_pre.verified
-    assert e_pre.cycles < 0.8 * e_jit.cycles
-    assert e_pre.breakdown["memory"] < 0.5 * e_jit.breakdown["memory"]
+    assert e_pre.sim.cycles < 0.8 * e_jit.sim.cycles
+    assert e_pre.sim.breakdown["memory"] < 0.5 * e_jit.sim.breakdown["memory"]
 
 
 def test_ragged_first_feeds_the_short_row_tile_beside_garbage_preloads() -> None:

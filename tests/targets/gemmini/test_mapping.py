@@ -24,10 +24,12 @@ from zomboss.solvers.space import SizingModel, skeletons
 from zomboss.target import Mode
 from zomboss.workload import Workload
 
+from .conftest import RTL_FEATURES
+
 CFG = GemminiConfig.default()
-# the skeleton tests cover pinned halves under hardware loops, which need loop FSMs with spad ids
-SPAD_IDS = {"loop_spad_ids": 1}
-KB_SPAD = TARGET.kb(SPAD_IDS)
+# the skeleton tests cover pinned halves under hardware loops, first-layer pixels and the OS
+# dataflow, which need an RTL with them: the current RTL's KB
+KB_ALL = TARGET.kb(RTL_FEATURES)
 KB = CFG.kb()
 
 
@@ -246,9 +248,9 @@ def test_solver_mappings_lower(spec: str) -> None:
 def _clashes(spec: str, sizings: list[dict[str, int]]) -> tuple[int, list[tuple[dict, dict]]]:
     """Skeletons of `spec`, and every pair of them that no sizing legal for both tells apart."""
     wl = TARGET.workload(spec)
-    s = space(KB_SPAD, wl.op)
-    inst = TARGET.instance(wl, SPAD_IDS)
-    sks = [k.as_dict() for k in skeletons(KB_SPAD, wl.op, wl.shape)]
+    s = space(KB_ALL, wl.op)
+    inst = TARGET.instance(wl, RTL_FEATURES)
+    sks = [k.as_dict() for k in skeletons(KB_ALL, wl.op, wl.shape)]
     digests = []
     for sk in sks:
         row: list[str | None] = []
@@ -316,7 +318,7 @@ def test_every_conv_skeleton_is_a_different_kernel() -> None:
         _stream(**common, tile_ich=16, acc_i=1, acc_j=1, acc_buffers=1, mvin_blocks_a=1, mvin_blocks_b=1),
     ]
     spec = "conv:N=1,H=4,W=4,C=20,K=36,R=2,S=2"
-    suite = {tuple(s.choices) for s in skeletons(KB_SPAD, "conv", TARGET.workload("conv_s2").shape)}
-    assert {tuple(s.choices) for s in skeletons(KB_SPAD, "conv", TARGET.workload(spec).shape)} == suite
+    suite = {tuple(s.choices) for s in skeletons(KB_ALL, "conv", TARGET.workload("conv_s2").shape)}
+    assert {tuple(s.choices) for s in skeletons(KB_ALL, "conv", TARGET.workload(spec).shape)} == suite
     n, clashes = _clashes(spec, sizings)
     assert n == len(suite) and clashes == [], clashes[:5]

@@ -8,15 +8,21 @@ DOSA FireSim platform, `presets.DOSA_RTL`); both have the same ReservationStatio
 from __future__ import annotations
 
 import pytest
+from zomboss.targets.gemmini import TARGET
 from zomboss.targets.gemmini.asm import acc_addr
-from zomboss.targets.gemmini.presets import DEFAULT_PRESET, get_preset
+from zomboss.targets.gemmini.lowering import lower
+from zomboss.targets.gemmini.mapping import library_default
+from zomboss.targets.gemmini.presets import CURRENT_LIBRARY, DEFAULT_PRESET, get_preset
 from zomboss.targets.gemmini.simulator import simulate
 from zomboss.targets.gemmini.timing import dma_packets
 
-from .conftest import ONE, prog
+from .conftest import CURRENT, ONE, RTL_FEATURES, prog
 
 P = get_preset(DEFAULT_PRESET)
 FAST = P.with_(cpu_issue=0.0, kernel_overhead=0.0)
+
+
+CURRENT_FAST = get_preset(CURRENT).with_(cpu_issue=0.0, kernel_overhead=0.0)
 
 
 def _run(lines, cfg, preset=FAST):
@@ -94,6 +100,47 @@ def test_at_most_two_loads_have_requests_in_flight(cfg):
         cfg,
     )
     assert big.cycles < 8 * 1024 / P.rd_bytes_per_cycle + 3 * P.rd_latency
+
+
+def _pixel_loads(repeats: int, n: int = 8) -> list[tuple]:
+    """`n` first-layer input mvins: 16 pixels of 3 channels each, loaded with `repeats` pixel repeats."""
+    out: list[tuple] = [("config_ld", 0, 3, 0, 16, repeats, ONE)]
+    out += [("mvin", 0x10000 + 48 * t, 64 + 16 * t, 3, 16) for t in range(n)]
+    return [*out, ("fence",)]
+
+
+def test_pixel_repeats_write_each_loaded_row_that_many_times(cfg):
+    """ucb-bar/gemmini 8c3f9923 src/main/scala/gemmini/PixelRepeater.scala: the repeater takes a
+    new row only once the held one's repeat count is 0 (`io.req.ready`, line 46) and writes one
+    repeat per cycle, stepping the count down (lines 74-85); Scratchpad.scala (lines 430-441)
+    puts it between the mvin scale unit and the SRAM banks for every scratchpad load, and
+    LoadController.scala line 111 hands it the state's pixel repeats with each DMA request. So a
+    load of 16 rows with 5 repeats holds the write path 80 cycles, and the repeater serves one
+    load at a time: eight such loads take at least 8 x 80 cycles, where without repeats the
+    DMA's round trips bound them (the current RTL's preset: the default one has no repeats)."""
+    n, rows, reps = 8, 16, 5
+    plain = _run(_pixel_loads(1, n), cfg, CURRENT_FAST).cycles
+    repeated = _run(_pixel_loads(reps, n), cfg, CURRENT_FAST).cycles
+    assert plain < n * rows * reps <= repeated < n * rows * reps + 2 * CURRENT_FAST.rd_latency
+    # the writes of a load that follows a repeated one wait for the repeater
+    after = _run([*_pixel_loads(reps, n)[:-1], ("config_ld", 0, 3, 0, 16, 1, ONE), ("mvin", 0x20000, 4000, 3, 16),
+                  ("fence",)], cfg, CURRENT_FAST).cycles  # fmt: skip
+    assert after >= repeated + rows
+
+
+def test_a_first_layer_conv_extrapolates_to_its_full_simulation():
+    """conv1_r50 as the dev library runs it on the current RTL (5 pixel repeats per input row):
+    the steady-state extrapolation inside its loops, which now carries the repeater's clock,
+    gives the full simulation's cycles."""
+    wl = TARGET.workload("conv1_r50")
+    inst = TARGET.instance(wl, RTL_FEATURES)
+    program = lower(library_default(wl, inst.cfg, CURRENT_LIBRARY), wl, inst.buffers, inst.cfg)
+    assert any(i.op == "loop_conv_ws" and i.args[7] == 5 for i in program.instrs)
+    full, fast = (
+        simulate(program, inst.cfg, None, functional=False, check=False, preset=CURRENT, extrapolate=x)
+        for x in (False, True)
+    )
+    assert fast.cycles == full.cycles and fast.stats["extrapolation"]["loops"]["extrapolated"] > 0
 
 
 def test_a_zero_fill_between_loads_does_not_serialise_them(cfg):

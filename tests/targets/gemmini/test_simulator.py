@@ -11,12 +11,15 @@ from zomboss.targets.gemmini.simulator import dynamic_stream, simulate
 
 from zomboss.errors import IllegalProgram
 
-from .conftest import GARB, ONE, prog, put, rand_i8
+from .conftest import CURRENT, GARB, ONE, prog, put, rand_i8
 
 ACC = 0x80000000
 
 
 def run(p, cfg, dram, **kw):
+    """Simulate on the current RTL's preset, which builds every feature tested here (pixel
+    repeats and the OS dataflow included; the default preset's RTL refuses those)."""
+    kw.setdefault("preset", CURRENT)
     return simulate(p, cfg, dram, timing=kw.pop("timing", False), **kw)
 
 

@@ -1,13 +1,13 @@
 """The mapping space as the solvers see it: clingo's skeletons (`enumerate`), the CP-SAT
 translation of doc expressions (`cpsat`), integer sizing per skeleton (`sizing`), the
-candidate pool of cost classes (`pool`) and the `zomboss space` summary (`summary`).
+screen that sizes every cost class at once (`screen`), the candidate pool of cost classes (`pool`) and the `zomboss space` summary (`summary`).
 """
 
 from __future__ import annotations
 
 from zomboss.solvers.space.cpsat import Translator
 from zomboss.solvers.space.enumerate import Skeleton, skeletons
-from zomboss.solvers.space.pool import Candidate, Pool, build_pool, cost_relevant, distance
+from zomboss.solvers.space.pool import Candidate, Pool, build_pool, cost_relevant, distance, fixed_bound
 from zomboss.solvers.space.sizing import SizingModel, group_skeletons
 from zomboss.solvers.space.summary import describe_space
 
@@ -21,6 +21,7 @@ __all__ = [
     "cost_relevant",
     "describe_space",
     "distance",
+    "fixed_bound",
     "group_skeletons",
     "skeletons",
 ]

@@ -11,13 +11,15 @@ with those sizings. The other members stay reachable by knob edits (guides refin
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 
 from zomboss import expr as ex
+from zomboss.expr import vector as vx
 from zomboss.knowledge import KB
 from zomboss.mapping import KnobMapping, Space, iter_knob_edits, space
 from zomboss.solvers.space.enumerate import skeletons
+from zomboss.solvers.space.screen import Descent, Screen
 from zomboss.solvers.space.sizing import Sizing, SizingModel, relevant_symbolic
 from zomboss.util import Lru
 
@@ -37,6 +39,7 @@ class CostClass:
     sizings: list[dict[str, int]] = field(default_factory=list)  # best K by the estimate
     bound: int | None = None  # lower bound of the doc's cost bound over the class (None: unknown)
     feasible: bool = True
+    offered: list[Candidate] = field(default_factory=list)  # the sizings on the representative
 
 
 @dataclass
@@ -50,20 +53,7 @@ class Pool:
 
     def candidates(self) -> list[Candidate]:
         """Every class's best sizings on its representative, best estimate first."""
-        out = []
-        for c in self.classes:
-            if not c.feasible:
-                continue
-            for s in c.sizings:
-                m = self.space.from_skeleton(c.members[0], s, self.shape)
-                out.append(
-                    Candidate(
-                        m,
-                        self.space.cost("estimate", m, self.shape),
-                        self.space.cost("bound", m, self.shape),
-                        "cpsat",
-                    )
-                )
+        out = [cand for c in self.classes if c.feasible for cand in c.offered]
         ref = self.near.as_dict() if self.near is not None else None
         # equal estimates: the candidate closest to Candidate-0 first (the estimate cannot tell them apart)
         out.sort(
@@ -92,6 +82,13 @@ def cost_relevant(sp: Space) -> tuple[str, ...]:
     return tuple(k.name for k in sp.symbolic if k.name in names)
 
 
+def fixed_bound(sp: Space) -> bool:
+    """Whether the doc's bound reads no integer knob: one value for every sizing of a class, so
+    its minimum over the class needs no CP-SAT (and every class of a pool has it)."""
+    bnd = sp.costs.get("bound")
+    return bnd is not None and not ({r.name for r in ex.refs(bnd.expr)} & {k.name for k in sp.integer})
+
+
 def distance(s: Mapping[str, object], ref: Mapping[str, object] | None) -> int:
     """Knobs on which two mappings differ (0 without a reference)."""
     if ref is None:
@@ -108,16 +105,24 @@ def build_pool(
     near: KnobMapping | None = None,
     time_limit: float = 0.3,
     budget_s: float = 60.0,
-    screen_limit: float = 0.002,
+    sized: int | None = None,
+    screen_limit: float = 0.01,
     deadline: float | None = None,
 ) -> Pool:
     """Enumerate, class, screen and size. `near` (Candidate-0) picks each class's
-    representative and breaks ties; every class is screened (one sizing in `screen_limit`);
-    `budget_s` caps the CP-SAT work of the full sizings, in its deterministic time (classes it
-    does not reach keep their screened sizing and a bound of None): the pool does not depend on
-    the machine's load. `deadline` (a `time.perf_counter()` instant; the exhaustive search's
-    time limit) ends screening and sizing early, in wall time: classes not screened by then
-    offer no sizing, classes not sized keep a bound of None."""
+    representative and breaks ties.
+
+    The screen sizes every class: classes that share the integer problem (`sizing_key`) share
+    its legal sizings, so CP-SAT sizes each sizing group once (the estimate of its class nearest
+    Candidate-0, in `screen_limit` deterministic seconds), and every class of the group descends
+    from there by the estimate (`screen.Screen.descend`). Classes are then ranked by that
+    estimate, alternating with the nearest Candidate-0, and the first `sized` (None: all) are
+    sized again by CP-SAT, each with its own model, within `budget_s` of CP-SAT's deterministic
+    time (so the pool does not depend on the machine's load); the others keep their descent.
+    A class CP-SAT did not size has its bound only when the doc's bound reads no integer knob
+    (one value for every sizing); otherwise None. `deadline` (a `time.perf_counter()` instant;
+    the exhaustive search's time limit) ends screening and sizing early, in wall time: classes
+    not screened by then offer no sizing."""
     sp = space(kb, op)
     t0 = time.perf_counter()
     sks = [s.as_dict() for s in skeletons(kb, op, shape)]
@@ -131,16 +136,29 @@ def build_pool(
     for c in classes.values():
         c.members.sort(key=lambda s: distance(s, ref))
     est, bnd = sp.costs.get("estimate"), sp.costs.get("bound")
-    # screen: one quick sizing of every class, so that the sizing budget goes to the classes
-    # with the lowest estimate first (then the nearest Candidate-0), and a class the budget
-    # does not reach still offers its screened sizing
-    screened = _screen(sp, shape, classes.values(), est.expr if est else None, screen_limit, deadline)
-    spent = 0.0
+    bound_fixed = fixed_bound(sp)
+    by_group: dict[tuple[tuple[str, str], ...], list[CostClass]] = {}
+    sizing_knobs = relevant_symbolic(sp)
+    for c in sorted(classes.values(), key=lambda c: (distance(c.members[0], ref), c.key)):
+        by_group.setdefault(tuple((n, c.members[0][n]) for n in sizing_knobs), []).append(c)
+    made: dict[tuple[object, ...], KnobMapping] = {}
+
+    def mapping_of(c: CostClass, sizes: Mapping[str, int]) -> KnobMapping:
+        key = (c.key, tuple(sorted(sizes.items())))
+        m = made.get(key)
+        if m is None:
+            m = made[key] = sp.from_skeleton(c.members[0], sizes, shape)
+        return m
+
+    seeds = _screen(sp, shape, by_group, est.expr if est else None, screen_limit, deadline)
+    group_of = {c.key: g for g, cs in by_group.items() for c in cs}
+    descents = _descend(sp, shape, by_group, seeds)
+    screened = {
+        key: float("inf") if d is None or d.estimate is None else float(d.estimate) for key, d in descents.items()
+    }
 
     def by_estimate(c: CostClass) -> tuple[float, int, tuple[tuple[str, str], ...]]:
-        s = screened[c.key]
-        obj = float("inf") if s is None else float(s.objective or 0)
-        return (obj, distance(c.members[0], ref), c.key)
+        return (screened[c.key], distance(c.members[0], ref), c.key)
 
     def by_distance(c: CostClass) -> tuple[int, float, tuple[tuple[str, str], ...]]:
         obj, dist, key = by_estimate(c)
@@ -148,13 +166,18 @@ def build_pool(
 
     # alternately the lowest screened estimate and the nearest Candidate-0: the estimate ranks
     # within a family of kernels better than across families (hardware loops against unrolled
-    # streams), so the budget is shared between the two
+    # streams), so the sizing goes to both
     order = interleave(sorted(classes.values(), key=by_estimate), sorted(classes.values(), key=by_distance))
-    for c in order:
-        if spent > budget_s or _past(deadline):
-            quick = screened[c.key]
-            c.sizings = [] if quick is None else [dict(quick.values)]
-            c.bound = None
+    spent = 0.0
+    for rank, c in enumerate(order):
+        seed = seeds.get(group_of[c.key])
+        if group_of[c.key] in seeds and seed is None:
+            c.feasible = False  # the group's integer problem has no solution: no member has one
+            continue
+        d = descents[c.key]
+        if (sized is not None and rank >= sized) or spent > budget_s or _past(deadline):
+            c.sizings = [] if d is None else [d.sizing]  # None: not screened before the deadline
+            c.bound = sp.cost("bound", mapping_of(c, c.sizings[0]), shape) if bound_fixed and c.sizings else None
             continue
         model = SizingModel(sp, shape, c.members[0])
         first = model.solve(est.expr if est else None, time_limit)
@@ -166,15 +189,24 @@ def build_pool(
         c.sizings += _more(model, est.expr if est else None, first.values, k - 1, time_limit)
         if est is not None and not first.optimal:
             c.sizings = _dedup([polish(kb, sp, shape, c.members[0], v) for v in c.sizings])
-        if bnd is not None:
+        if d is not None and d.estimate is not None and first.objective is not None and d.estimate < first.objective:
+            c.sizings = _dedup([d.sizing, *c.sizings])[:k]  # CP-SAT stopped above the descent
+        if bound_fixed:  # one value for every sizing: the class's minimum
+            c.bound = sp.cost("bound", mapping_of(c, c.sizings[0]), shape)
+        elif bnd is not None:
             low = model.solve(bnd.expr, time_limit)
             c.bound = None if low is None else low.bound
         spent += model.work
+    for c in classes.values():
+        if c.feasible:
+            ms = [mapping_of(c, v) for v in c.sizings]
+            c.offered = [Candidate(m, sp.cost("estimate", m, shape), sp.cost("bound", m, shape), "cpsat") for m in ms]
     t2 = time.perf_counter()
     return Pool(sp, dict(shape), list(classes.values()), len(sks), {"enumerate": t1 - t0, "size": t2 - t1}, near)
 
 
-_Screen = dict[tuple[tuple[str, str], ...], Sizing | None]
+_Group = tuple[tuple[str, str], ...]
+_Screen = dict[_Group, Sizing | None]
 # (space id, shape, limit) -> (space, screen): a process sizes a workload's pool again
 # (a rerun, a test, the exhaustive search after the guided one) without screening it again
 _SCREENS: Lru[Hashable, tuple[Space, _Screen]] = Lru(4)
@@ -187,28 +219,60 @@ def _past(deadline: float | None) -> bool:
 def _screen(
     sp: Space,
     shape: Mapping[str, int],
-    classes: Iterable[CostClass],
+    groups: Mapping[_Group, list[CostClass]],
     objective: ex.Expr | None,
     limit: float,
     deadline: float | None = None,
 ) -> _Screen:
-    """One sizing of each class in `limit` deterministic seconds (None: none found, or not
-    screened before `deadline`; a screen cut short by its deadline is not cached)."""
+    """One sizing per sizing group, minimising the estimate of its first class (the nearest
+    Candidate-0) in `limit` deterministic seconds (None: the group has no legal sizing). Groups
+    not reached before `deadline` are left out; a screen cut short is not cached."""
 
     def screen() -> tuple[Space, _Screen]:
-        return sp, {
-            c.key: None if _past(deadline) else SizingModel(sp, shape, c.members[0]).solve(objective, limit)
-            for c in classes
-        }
+        out: _Screen = {}
+        for g, cs in groups.items():
+            if _past(deadline):
+                break
+            out[g] = SizingModel(sp, shape, cs[0].members[0]).solve(objective, limit)
+        return sp, out
 
     if deadline is not None:
         return screen()[1]
 
-    key = (id(sp), tuple(sorted(shape.items())), limit)
+    reps = tuple((g, tuple(sorted(cs[0].members[0].items()))) for g, cs in groups.items())
+    key = (id(sp), tuple(sorted(shape.items())), limit, reps)
     entry = _SCREENS.get_or(key, screen)  # (get_or keeps the cache at its size)
     if entry[0] is not sp:  # the id of a space since freed
         entry = _SCREENS[key] = screen()
     return entry[1]
+
+
+def _descend(
+    sp: Space, shape: Mapping[str, int], groups: Mapping[_Group, list[CostClass]], seeds: _Screen
+) -> dict[tuple[tuple[str, str], ...], Descent | None]:
+    """Every class's sizing by the estimate's steepest descent from its group's seed (None: its
+    group was not screened, or has no legal sizing). A doc whose estimate or constraints
+    NumPy cannot evaluate exactly keeps each class at its seed, ranked by the scalar estimate."""
+    todo = [(c, seeds[g]) for g, cs in groups.items() if seeds.get(g) is not None for c in cs]
+    out: dict[tuple[tuple[str, str], ...], Descent | None] = {c.key: None for cs in groups.values() for c in cs}
+    if not todo:
+        return out
+    try:
+        screen = Screen(sp, shape)
+        active = {g: [sp.active(k, cs[0].members[0], shape) for k in screen.integer] for g, cs in groups.items()}
+        group_of = {c.key: g for g, cs in groups.items() for c in cs}
+        found = screen.descend(
+            [c.members[0] for c, _ in todo],
+            [seed.values for _, seed in todo if seed is not None],
+            [active[group_of[c.key]] for c, _ in todo],
+        )
+        out.update({c.key: d for (c, _), d in zip(todo, found, strict=True)})
+    except vx.Unsupported:
+        for c, seed in todo:
+            assert seed is not None
+            m = sp.from_skeleton(c.members[0], seed.values, shape)
+            out[c.key] = Descent(dict(seed.values), sp.cost("estimate", m, shape))
+    return out
 
 
 def interleave(*orders: list[CostClass]) -> list[CostClass]:

@@ -126,9 +126,12 @@ class SizingModel:
         return out[0], out[1]
 
     def count(self, limit: int = 100_000, time_limit: float = 5.0) -> tuple[int, bool]:
-        """Legal sizings, counted up to `limit` (and the time limit); (count, complete)."""
+        """Legal sizings, counted up to `limit` and `time_limit` wall seconds (a count, unlike a
+        sizing, may depend on the machine: it says when it is incomplete); (count, complete)."""
         solver = self.solver(time_limit)
         solver.parameters.enumerate_all_solutions = True
+        solver.parameters.max_deterministic_time = float("inf")
+        solver.parameters.max_time_in_seconds = time_limit
 
         class _Counter(cp_model.CpSolverSolutionCallback):
             def __init__(self) -> None:

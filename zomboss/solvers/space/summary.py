@@ -10,7 +10,7 @@ bound, said so).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,9 +69,13 @@ def describe_space(
     count_limit: int = 100_000,
     count_seconds: float = 4.0,
     time_limit: float = 2.0,
+    status: Callable[[str], None] | None = None,
 ) -> SpaceReport:
-    """`count_seconds` is the budget for counting legal sizings over all integer problems."""
+    """`count_seconds` is the wall-time budget for counting legal sizings over all integer
+    problems (a count cut short is reported as a lower bound); `status` is told each phase."""
     sp = space(kb, op)
+    tell = status or (lambda _: None)
+    tell("space: enumerating skeletons")
     t0 = time.perf_counter()
     sks = [s.as_dict() for s in skeletons(kb, op, shape)]
     t1 = time.perf_counter()
@@ -79,7 +83,8 @@ def describe_space(
     legal_sk, total, exact = 0, 0, True
     extents: dict[str, list[int]] = {}
     feasible: list[tuple[SizingModel, int]] = []
-    for members in groups.values():
+    for i, members in enumerate(groups.values()):
+        tell(f"space: sizing integer problem {i + 1}/{len(groups)}")
         model = SizingModel(sp, shape, members[0])
         if model.solve(time_limit=time_limit) is None:
             continue
@@ -94,7 +99,8 @@ def describe_space(
                 cur = extents.setdefault(k.name, [ext[0], ext[1]])
                 cur[0], cur[1] = min(cur[0], ext[0]), max(cur[1], ext[1])
     t2 = time.perf_counter()
-    for model, n_members in feasible:
+    for i, (model, n_members) in enumerate(feasible):
+        tell(f"space: counting legal sizings {i + 1}/{len(feasible)}, {total:,} so far")
         n, complete = model.count(count_limit, max(0.05, count_seconds / max(1, len(feasible))))
         total += n * n_members
         exact &= complete
