@@ -129,3 +129,19 @@ def test_ragged_row_tiles_fed_first_run_correctly_on_spike(spk_root, tmp_path):
     out = t.export(wl, tmp_path / "ragged_first.c", {}, first)
     res = _run(spk_root, out)
     assert res.returncode == 0 and "Correct result" in res.stdout, f"{res.stdout[-800:]}{res.stderr[-800:]}"
+
+
+@pytest.mark.slow  # a full `solve gemmini mm256` (the pool screens every cost class): minutes
+def test_export_best_after_a_solve_runs_correctly_on_spike(spk_root, tmp_path, capsys):
+    """The acceptance of `export --best`: `zomboss solve gemmini mm256`, then `zomboss export
+    gemmini mm256 --best -o k.c` writes the winner, and it prints "Correct result" on Spike."""
+    db = str(tmp_path / "s.sqlite")
+    assert main(["solve", "gemmini", "mm256", "--db", db, "--json"]) == 0
+    res = json.loads(capsys.readouterr().out)
+    out = tmp_path / "k.c"
+    assert main(["export", "gemmini", "mm256", "--best", "--db", db, "-o", str(out), "--json"]) == 0
+    best = json.loads(capsys.readouterr().out)["best"]
+    assert (best["cycles"], best["verified_by"]) == (res["cycles"], "full")
+    assert json.loads(out.with_suffix(".asm.json").read_text())["mapping"] == res["mapping"]
+    run = _run(spk_root, out)
+    assert run.returncode == 0 and "Correct result" in run.stdout, run.stdout[-800:] + run.stderr[-800:]

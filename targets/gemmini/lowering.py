@@ -46,6 +46,7 @@ from zomboss.errors import ZombossError
 from zomboss.expr import cdiv
 from zomboss.mapping import KnobMapping, space
 from zomboss.program import Instr, Item, Loop, Program
+from zomboss.util import MAX_INSTRUCTIONS, LimitError
 from zomboss.workload import Workload
 
 ONE_F32 = ONE_F32_BITS
@@ -69,6 +70,11 @@ def lower(
     m = view(mapping)
     if blocks is not None and m.loop != "hw":
         raise LoweringError("only a hardware-loop mapping (loop=hw) can be lowered for some output blocks")
+    if m.loop != "hw" and (n := stream_computes(wl, cfg)) > MAX_STREAM_COMMANDS:
+        raise LimitError(
+            f"{wl.id}: an unrolled stream (loop=sw) issues at least {n:,} compute commands, more than the "
+            f"{MAX_STREAM_COMMANDS:,} a lowered program may have; only hardware loops (loop=hw) lower at this size"
+        )
     out = _Out()
     if isinstance(m, MatmulView):
         if not isinstance(bufs, MatmulBuffers):
@@ -90,6 +96,21 @@ def lower(
     if len(flat) < len(out.instrs):  # the hardware-loop lowerings keep their loop nest
         return Program.from_nest("gemmini", out.instrs, meta)
     return Program("gemmini", tuple(flat), meta)
+
+
+MAX_STREAM_COMMANDS = MAX_INSTRUCTIONS  # a stream's program holds every command it issues
+
+
+def stream_computes(wl: Workload, cfg: GemminiConfig) -> int:
+    """A lower bound of the compute commands any unrolled stream of `wl` issues (a matmul: one
+    per DIM x DIM output tile and DIM-deep reduction step; a conv: at least one per output tile),
+    known before anything is lowered, so that a stream too large to hold is refused at once
+    instead of after minutes of lowering."""
+    d = cfg.dim
+    if wl.op == "matmul":
+        return cdiv(wl["M"], d) * cdiv(wl["N"], d) * cdiv(wl["K"], d)
+    oh, ow = conv_out_dims(wl)
+    return cdiv(wl["N"] * oh * ow, d) * cdiv(wl["K"], d)
 
 
 class _Out:

@@ -304,14 +304,24 @@ def cmd_solve(args: argparse.Namespace) -> int:
     if args.exhaustive:
         from zomboss.solvers.exhaustive import exhaustive
 
+        if args.verify in ("sampled", "none"):
+            raise ZombossError(f"--verify {args.verify}: an exhaustive run verifies its winner whole (full or auto)")
+
         with exhaustive_display(enabled=not args.json) as show:
             res = exhaustive(t, wl, params, store=store, time_limit=args.time_limit, gap=args.gap, progress=show)
         kind = "exhaustive"
     else:
-        cfg = SolveConfig(guide=args.guide, budget=args.budget, seed=args.seed, guide_options=_llm_options(args))
+        cfg = SolveConfig(
+            guide=args.guide,
+            budget=args.budget,
+            seed=args.seed,
+            guide_options=_llm_options(args),
+            verify=args.verify,
+            samples=args.samples,
+        )
         with solve_display(enabled=not args.json) as show_solve:
             res = solve(t, wl, params, cfg, store=store, status=show_solve)
-        kind = f"solve:{args.guide}:{args.budget}:{args.seed}"
+        kind = solve_kind(args.guide, args.budget, args.seed, res.verified_by)
     d = res.to_json()
     d["db"] = str(store.path)
     store.put(t.name, wl.id, kind, config, bool(res.verified), d)
@@ -323,6 +333,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
             "target",
             "workload",
             "verified",
+            "verified_by",
+            "verify_reason",
             "cycles",
             "default_cycles",
             "speedup",
@@ -347,7 +359,14 @@ def cmd_solve(args: argparse.Namespace) -> int:
                 f"{'rejected':>18}: {len(d['rejected'])} illegal proposals (first: {d['rejected'][0]['violations'][0]})"
             )
         print("\n".join(lines))
-    return 0 if res.verified else 1
+    return 1 if res.verified is False else 0  # null: timed only (--verify none), as the result says
+
+
+def solve_kind(guide: str, budget: int, seed: int, verified_by: str) -> str:
+    """The results-store kind of a guided search: a winner verified otherwise than whole is kept
+    apart (`:sampled`, `:none`), so nothing reads it as a fully verified one."""
+    kind = f"solve:{guide}:{budget}:{seed}"
+    return kind if verified_by == "full" else f"{kind}:{verified_by}"
 
 
 def _llm_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -425,10 +444,51 @@ def cmd_export(args: argparse.Namespace) -> int:
     t = get_target(args.target)
     wl = t.workload(args.workload)
     params = _param_overrides(args.param)
+    output = output_file(Path(args.output))
+    if args.best:
+        mapping, winner = _best_mapping(t, wl, params, _db(args))
+        out = t.export(wl, output, params, mapping)
+        how = "" if winner["verified_by"] == "full" else f", verified on {winner['verified_by']} output blocks only"
+        text = f"wrote {out} (the winner of {winner['kind']}: {winner['cycles']:,} cycles, {winner['speedup']}x{how})"
+        _emit(args, {"target": args.target, "workload": wl.id, "path": str(out), "best": winner}, text)
+        return 0
     mapping = _read_mapping(t, wl, Path(args.mapping), params) if args.mapping else None
-    out = t.export(wl, output_file(Path(args.output)), params, mapping)
+    out = t.export(wl, output, params, mapping)
     _emit(args, {"target": args.target, "workload": wl.id, "path": str(out)}, f"wrote {out}")
     return 0
+
+
+def _best_mapping(t: Any, wl: Any, params: dict[str, int], db: Path) -> tuple[Any, dict[str, Any]]:
+    """`export --best`: the verified winner the results store holds for this instance under the
+    current KB and preset (the config key `solve` stores under), or one clear refusal."""
+    from zomboss.mapping import space
+    from zomboss.results import Store
+    from zomboss.target import config_key
+
+    if not db.exists():
+        raise ZombossError(f"{db}: no results store; run `zomboss solve {t.name} {wl.id}` first")
+    store = Store(db)
+    try:
+        row = store.winner(t.name, wl.id, config_key(t.name, params))
+    finally:
+        store.close()
+    if row is None:
+        raise ZombossError(
+            f"no verified winner of {t.name} {wl.id} in {db} for the current KB and preset"
+            f"{' and --param overrides' if params else ''}; run `zomboss solve {t.name} {wl.id}` first"
+        )
+    kb = t.kb(params)
+    sp = space(kb, wl.op)
+    m = sp.from_json(row.payload["mapping"], wl.shape, f"{db} ({row.kind})")
+    sp.check(kb, m, wl.shape)
+    winner = {
+        "kind": row.kind,
+        "cycles": row.payload["cycles"],
+        "speedup": row.payload.get("speedup"),
+        "verified_by": row.payload.get("verified_by", "full"),
+        "db": str(db),
+    }
+    return m, winner
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -644,6 +704,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="stop an exhaustive run once the incumbent is proven within G (a fraction, 0.02 = 2%%) of the optimum",
     )
     so.add_argument("--fresh", action="store_true", help="forget this instance's stored simulations first")
+    so.add_argument(
+        "--verify",
+        choices=("auto", "full", "sampled", "none"),
+        default="auto",
+        help="how Candidate-0 and the winner are verified (candidates are timed only): full: functional "
+        "simulation against NumPy on two input seeds; sampled: --samples output blocks per seed simulated "
+        "functionally and compared with NumPy (for kernels too large to verify whole); none: timing only; "
+        "auto (default): full unless the operands are too large to allocate, then sampled (the result's "
+        "verified_by and verify_reason say which and why)",
+    )
+    so.add_argument("--samples", type=int, default=8, help="output blocks --verify sampled checks per seed (default 8)")
     so.set_defaults(fn=cmd_solve)
 
     dr = sub.add_parser(
@@ -660,11 +731,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("program")
     s.set_defaults(fn=cmd_simulate)
 
-    e = sub.add_parser("export", parents=[common], help="write the kernel in the target's native form")
+    e = sub.add_parser("export", parents=[common, store], help="write the kernel in the target's native form")
     e.add_argument("target")
     e.add_argument("workload")
     e.add_argument("-o", "--output", required=True, metavar="FILE")
-    e.add_argument("--mapping", metavar="FILE.json", help="export this mapping's kernel instead of Candidate-0")
+    which = e.add_mutually_exclusive_group()
+    which.add_argument("--mapping", metavar="FILE.json", help="export this mapping's kernel instead of Candidate-0")
+    which.add_argument(
+        "--best",
+        action="store_true",
+        help="export the verified winner the results store (--db) holds for this workload under the current KB "
+        "and preset (refused when there is none: run `zomboss solve` first)",
+    )
     e.set_defaults(fn=cmd_export)
     bn = sub.add_parser("bench", parents=[common, store, llm], help="search every suite instance: results DB + report")
     bn.add_argument("--suite", default="all", help="a target name, or all")

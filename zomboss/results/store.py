@@ -193,6 +193,28 @@ class Store:
             except (ValueError, TypeError) as e:
                 _warn(f"{self.path}: skipping an unreadable result row ({e})")
 
+    def winner(self, target: str, workload: str, config: str) -> Row | None:
+        """The best verified search result (`solve` or `exhaustive`) of an instance under a
+        config key: fully verified ones first (rows from before `verified_by` existed were
+        all verified whole), then those verified on sampled output blocks, each by cycles;
+        never a timed-only or failed one."""
+        rank = {"full": 0, "sampled": 1}
+        found = [
+            r
+            for r in self.rows(target)
+            if r.workload == workload
+            and r.config == config
+            and r.ok
+            and r.payload.get("verified") is True
+            and (r.kind.startswith("solve:") or r.kind == "exhaustive")
+            and r.payload.get("verified_by", "full") in rank
+            and isinstance(r.payload.get("mapping"), dict)
+            and isinstance(r.payload.get("cycles"), int)
+        ]
+        if not found:
+            return None
+        return min(found, key=lambda r: (rank[r.payload.get("verified_by", "full")], r.payload["cycles"], r.kind))
+
     # ---- trials -----------------------------------------------------------------------
     def trial(self, target: str, workload: str, config: str, mapping: str, mode: str, seed: int) -> Trial | None:
         cur = self.db.execute(

@@ -10,6 +10,10 @@
    within the budget, until the guide stops or `patience` simulations bring no gain.
 4. The winner is re-run functional + timing with the rule checker on two input seeds and
    verified; only verified kernels are returned (else the next best, at worst Candidate-0).
+   A kernel too large to verify whole (`verify="sampled"`, or `"auto"` when its operands
+   cannot be allocated) has Candidate-0 and the winner verified on a sample of their output
+   blocks instead (two sample seeds for the winner), every candidate still timed only; the
+   result's `verified_by` says which ("full", "sampled", or "none" for timing only).
 
 Every simulation is written to the results store as it completes; a rerun with the same
 arguments finds them there and repeats nothing (`fresh=True` starts over). The search talks
@@ -30,10 +34,12 @@ from zomboss.results import Record, Store, speedup
 from zomboss.solvers.guides.base import Guide, Proposal, Rejection, SearchState, Simulated
 from zomboss.solvers.guides.make import make_guide
 from zomboss.solvers.space import Pool, build_pool
-from zomboss.target import Evaluation, Mode, Params, Target, config_key
+from zomboss.target import Evaluation, Mode, Params, SampledVerifier, Target, config_key
+from zomboss.util import LimitError, TooLargeToVerify
 from zomboss.workload import Workload
 
 VERIFY_SEEDS = (0, 1)
+VERIFY = ("auto", "full", "sampled", "none")  # how Candidate-0 and the winner are verified (`--verify`)
 
 
 EXTRAPOLATION_TOLERANCE = 0.01  # timing-only (extrapolated) vs full simulation, tests/test_extrapolation.py
@@ -56,6 +62,11 @@ class SolveConfig:
     # sizing (see `build_pool`)
     sized_classes: int = 16
     guide_options: dict[str, Any] = field(default_factory=dict)
+    # full: functional simulation on VERIFY_SEEDS; sampled: `samples` output blocks per seed
+    # (SampledVerifier targets); none: timing only; auto: full unless the operands are too
+    # large to allocate, then sampled where the target can (else timing only), saying why
+    verify: str = "full"
+    samples: int = 8
 
 
 @dataclass(frozen=True)
@@ -75,7 +86,7 @@ class SolveProgress:
 class SolveResult(Record):
     target: str
     workload: str
-    verified: bool
+    verified: bool | None  # None: timing only (verified_by "none")
     cycles: int
     default_cycles: int
     mapping: KnobMapping
@@ -108,8 +119,11 @@ class SolveResult(Record):
     pruned_skeletons: int | None = None
     references: dict[str, int] = field(default_factory=dict)  # timing-only cycles of the other reference mappings run
     duplicates: int = 0  # legal proposals that lowered to the program of one already simulated
+    verified_by: str = "full"  # how Candidate-0 and the winner were verified: full | sampled | none
+    verify_reason: str = ""  # why not full, when `auto` chose
 
     OPTIONAL: ClassVar[tuple[str, ...]] = (
+        "verify_reason",
         "guide_note",
         "tokens",
         "llm",
@@ -130,6 +144,8 @@ class SolveResult(Record):
             "target": self.target,
             "workload": self.workload,
             "verified": self.verified,
+            "verified_by": self.verified_by,
+            "verify_reason": self.verify_reason,
             "cycles": self.cycles,
             "default_cycles": self.default_cycles,
             "speedup": round(self.speedup, 4),
@@ -167,12 +183,31 @@ class SolveResult(Record):
 
 
 class Runner:
-    """Simulations of one instance through the results store (every one committed as it ends)."""
+    """Simulations of one instance through the results store (every one committed as it ends),
+    and how this search verifies (`verify`: one of VERIFY; `candidate_zero` settles `auto`)."""
 
-    def __init__(self, t: Target, wl: Workload, params: Params, store: Store | None, guide: str) -> None:
+    def __init__(
+        self,
+        t: Target,
+        wl: Workload,
+        params: Params,
+        store: Store | None,
+        guide: str,
+        verify: str = "full",
+        samples: int = 8,
+    ) -> None:
+        if verify not in VERIFY:
+            raise ZombossError(f"--verify {verify!r}: expected one of {', '.join(VERIFY)}")
+        if verify == "sampled" and not isinstance(t, SampledVerifier):
+            raise ZombossError(f"--verify sampled: the {t.name} target verifies whole kernels only (use full or none)")
+        if samples < 1:
+            raise ZombossError(f"--samples {samples}: expected at least 1")
         self.t, self.wl, self.params, self.store, self.guide = t, wl, dict(params), store, guide
         self.config = config_key(t.name, params)
         self.cached = 0
+        self.verify, self.samples = verify, samples
+        self.verify_reason = ""
+        self.checks: list[dict[str, Any]] = []  # Candidate-0's sampled check, first in the verification log
 
     def run(
         self, m: KnobMapping, mode: Mode, seed: int = 0, source: str = ""
@@ -202,6 +237,37 @@ class Runner:
                 payload={"mapping": m.to_json(), "breakdown": dict(ev.breakdown), "report": dict(ev.report)},
             )
         return ev.cycles, ev.verified, dict(ev.breakdown), wall, False
+
+    def sampled(self, m: KnobMapping, seed: int) -> tuple[bool, dict[str, Any]]:
+        """`samples` output blocks of `m` (chosen by `seed`, on inputs drawn from it) verified
+        functionally: (all equal, what was checked). Stored as a trial of mode `sampled:N`, so
+        it is never taken for a whole-kernel verification (mode `verified`)."""
+        assert isinstance(self.t, SampledVerifier)
+        mode = f"sampled:{self.samples}"
+        if self.store is not None:
+            tr = self.store.trial(self.t.name, self.wl.id, self.config, m.key(), mode, seed)
+            if tr is not None and tr.verified is not None:
+                self.cached += 1
+                return tr.verified, {**tr.payload.get("sampled", {}), "seed": seed}
+        t0 = time.perf_counter()
+        ok, report = self.t.verify_sampled(self.t.instance(self.wl, self.params, 0), m, self.samples, seed)
+        wall = time.perf_counter() - t0
+        if self.store is not None:
+            self.store.put_trial(
+                self.t.name,
+                self.wl.id,
+                self.config,
+                m.key(),
+                mode,
+                seed,
+                cycles=None,
+                verified=ok,
+                guide="verify",
+                wall_s=wall,
+                tokens=None,
+                payload={"mapping": m.to_json(), "sampled": dict(report)},
+            )
+        return ok, {**report, "seed": seed}
 
 
 class Programs:
@@ -269,7 +335,7 @@ def solve(
     kb = t.kb(params)
     sp = space(kb, wl.op)
     guide = guide or make_guide(cfg.guide, cfg.seed, **cfg.guide_options)
-    runner = Runner(t, wl, params, store, guide.name)
+    runner = Runner(t, wl, params, store, guide.name, cfg.verify, cfg.samples)
     refs = t.reference_mappings(wl, params)
     c0 = refs["library"]
     show("candidate-0", 0, None)
@@ -311,8 +377,15 @@ def solve(
                 state.pruned += 1
                 state.pruned_keys.add(got.key())
                 continue
-            if programs.repeated(got):
-                state.duplicate_keys.add(got.key())
+            try:
+                if programs.repeated(got):
+                    state.duplicate_keys.add(got.key())
+                    continue
+            except LimitError as e:  # a program too large to hold (a stream of a huge shape): not a kernel to time
+                state.rejected.append(
+                    Rejection(p, [{"rule": "limit.program", "doc": "", "message": str(e), "values": {}}])
+                )
+                state.rejected_keys.add(got.key())
                 continue
             cycles, _, bd, wall, cached = runner.run(got, Mode.TIMING, 0, p.source or guide.name)
             sims += 1
@@ -351,11 +424,31 @@ def solve(
 
 def candidate_zero(runner: Runner, sp: Space, c0: KnobMapping) -> Simulated:
     """Candidate-0, simulated functional+timing and verified first, so that every search has a
-    verified kernel to return; a Candidate-0 that does not verify stops the search."""
+    verified kernel to return; a Candidate-0 that does not verify stops the search. Under
+    `sampled` or `none` (or `auto` on operands too large to allocate, which settles
+    `runner.verify` here) it is timed only, with a sample of its output blocks verified."""
     wl = runner.wl
-    cycles, ok, bd, wall, _ = runner.run(c0, Mode.VERIFIED, 0, "candidate-0")
+    if runner.verify in ("auto", "full"):
+        try:
+            cycles, ok, bd, wall, _ = runner.run(c0, Mode.VERIFIED, 0, "candidate-0")
+        except TooLargeToVerify as e:
+            if runner.verify == "full":
+                raise
+            runner.verify = "sampled" if isinstance(runner.t, SampledVerifier) else "none"
+            runner.verify_reason = f"{'sampled' if runner.verify == 'sampled' else 'timing only'}: {e}"
+        else:
+            runner.verify = "full"
+    if runner.verify != "full":
+        cycles, _, bd, wall, _ = runner.run(c0, Mode.TIMING, 0, "candidate-0")
+        ok = True
+        if runner.verify == "sampled":
+            ok, report = runner.sampled(c0, VERIFY_SEEDS[0])
+            runner.checks.append(
+                {"mapping": c0.key(), "candidate": "candidate-0", "seeds": [{**report, "verified": ok}]}
+            )
     if not ok:
-        raise ZombossError(f"{runner.t.name}:{wl.id}: Candidate-0 does not verify; refusing to search")
+        how = " (sampled output blocks)" if runner.verify == "sampled" else ""
+        raise ZombossError(f"{runner.t.name}:{wl.id}: Candidate-0 does not verify{how}; refusing to search")
     return Simulated(
         c0, cycles, bd, "candidate-0", sp.cost("estimate", c0, wl.shape), sp.cost("bound", c0, wl.shape), wall
     )
@@ -377,7 +470,9 @@ def result_of(
     return SolveResult(
         target=runner.t.name,
         workload=runner.wl.id,
-        verified=True,
+        verified=None if runner.verify == "none" else True,
+        verified_by=runner.verify,
+        verify_reason=runner.verify_reason,
         cycles=winner.cycles,
         default_cycles=state.default.cycles,
         mapping=winner.mapping,
@@ -408,12 +503,26 @@ def simulated_references(state: SearchState) -> dict[str, int]:
 
 
 def verify_winner(runner: Runner, state: SearchState) -> tuple[Simulated, list[dict[str, Any]]]:
-    """The fastest candidate that verifies on every seed (Candidate-0 when none beats it)."""
-    log: list[dict[str, Any]] = []
+    """The fastest candidate that verifies on every seed (Candidate-0 when none beats it); under
+    `sampled`, on a sample of its output blocks per seed (its cycles stay the timing-only run's,
+    as Candidate-0's do); under `none`, the fastest, unverified."""
+    log: list[dict[str, Any]] = list(runner.checks)
     ranked = sorted(state.simulated, key=lambda s: (s.cycles, s.mapping.key()))
     for cand in ranked:
         if cand.cycles >= state.default.cycles:
             break
+        if runner.verify == "none":
+            return cand, log
+        if runner.verify == "sampled":
+            try:
+                checks = [runner.sampled(cand.mapping, seed) for seed in VERIFY_SEEDS]
+            except ZombossError as e:  # a kernel the target cannot slice (Gemmini: an unrolled stream)
+                log.append({"mapping": cand.mapping.key(), "seeds": [], "error": str(e)})
+                continue
+            log.append({"mapping": cand.mapping.key(), "seeds": [{**r, "verified": ok} for ok, r in checks]})
+            if all(ok for ok, _ in checks):
+                return cand, log
+            continue
         results = []
         bd: Mapping[str, int] = {}
         for seed in VERIFY_SEEDS:

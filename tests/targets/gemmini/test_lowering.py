@@ -381,3 +381,25 @@ def test_conv_kernel_sizes(spec: str) -> None:
     wl = TARGET.workload(spec)
     for m in TARGET.reference_mappings(wl, {}).values():
         assert run(wl, m)
+
+
+def test_a_stream_too_large_to_hold_is_refused_before_it_is_lowered():
+    """An unrolled stream of the Llama-3-70B FFN issues 512 * 1,792 * 512 computes: lowering it
+    would take hours, so it is refused at once; its hardware-loop kernel still lowers."""
+    import time
+
+    from zomboss.targets.gemmini.lowering import MAX_STREAM_COMMANDS, stream_computes
+
+    from zomboss.util import LimitError
+
+    wl = TARGET.workload("matmul:M=8192,N=28672,K=8192")
+    cfg = TARGET.config({})
+    assert stream_computes(wl, cfg) == 512 * 1792 * 512 > MAX_STREAM_COMMANDS
+    exo = TARGET.reference_mappings(wl, {})["exo"]
+    assert exo["loop"] == "sw"
+    t0 = time.perf_counter()
+    with pytest.raises(LimitError, match="only hardware loops"):
+        TARGET.lower(TARGET.instance(wl, {}), exo)
+    assert time.perf_counter() - t0 < 5
+    small = TARGET.workload("mm512")
+    assert stream_computes(small, cfg) == 32**3  # the suite's streams are far below the limit
