@@ -18,6 +18,7 @@ from typing import Any
 
 from zomboss.targets.gemmini.asm import parse_program
 from zomboss.targets.gemmini.bounds import bound_cycles
+from zomboss.targets.gemmini.breakdown import BREAKDOWN
 from zomboss.targets.gemmini.config import DOC, GemminiConfig, machine_kb
 from zomboss.targets.gemmini.export import export_c, program_text
 from zomboss.targets.gemmini.instance import GemminiInstance, build_instance
@@ -28,7 +29,6 @@ from zomboss.targets.gemmini.presets import DEFAULT_PRESET, PRESETS, get_preset
 from zomboss.targets.gemmini.sampled import verify_sampled
 from zomboss.targets.gemmini.simulator import SimResult, dynamic_stream, simulate
 from zomboss.targets.gemmini.suite import SCHEMAS, SUITE, workload
-from zomboss.targets.gemmini.timing import BREAKDOWN
 from zomboss.targets.gemmini.verify import run
 
 from zomboss.errors import WorkloadError, ZombossError

@@ -190,7 +190,7 @@ class _Run:
     def _skip(self, s: steady.Skip) -> None:
         """Undo `_mark`'s additions: the timing model's part, then the counts and FSM state."""
         assert self.tm is not None
-        n, k = len(self.tm._COUNTERS), len(s.linear) - 4
+        n, k = len(self.tm.COUNTERS), len(s.linear) - 4
         deltas = {WS_FSM: s.linear[k : k + 2], CONV_FSM: s.linear[k + 2 :]}
         loops, flips = deltas[self._active_fsm()]
         self.tm.skip(replace(s, counters=s.counters[:n], linear=s.linear[:k]), loops % 2 == 1, flips % 2 == 1)

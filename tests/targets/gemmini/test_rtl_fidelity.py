@@ -10,11 +10,11 @@ from __future__ import annotations
 import pytest
 from zomboss.targets.gemmini import TARGET
 from zomboss.targets.gemmini.asm import acc_addr
+from zomboss.targets.gemmini.dma import dma_packets
 from zomboss.targets.gemmini.lowering import lower
 from zomboss.targets.gemmini.mapping import library_default
 from zomboss.targets.gemmini.presets import CURRENT_LIBRARY, DEFAULT_PRESET, get_preset
 from zomboss.targets.gemmini.simulator import simulate
-from zomboss.targets.gemmini.timing import dma_packets
 
 from .conftest import CURRENT, ONE, RTL_FEATURES, prog
 

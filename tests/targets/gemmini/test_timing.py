@@ -19,7 +19,7 @@ def split_packets(offset: int, nbytes: int, max_packet: int) -> tuple[tuple[int,
 
     The largest aligned piece that fits the remaining bytes each time, never over-fetching.
     This is NOT what the DMA sends (it over-fetches and never goes below one beat): the timing
-    model uses `timing.dma_packets`; the test pins the exact split the two are compared with. `offset` is the start address modulo max_packet.
+    model uses `dma.dma_packets`; the test pins the exact split the two are compared with. `offset` is the start address modulo max_packet.
     """
     out = []
     a, end = offset, offset + nbytes
@@ -146,7 +146,7 @@ def test_misaligned_rows_cost_more_requests(cfg):
     aligned = simulate(prog(*stream(0x10000)), cfg, None, functional=False, check=False)
     skewed = simulate(prog(*stream(0x10030)), cfg, None, functional=False, check=False)
     # a 64-byte row 48 bytes into a block: a 16-byte Get, then a 64-byte Get for the last 48 bytes
-    # (the DMA over-fetches, `timing.dma_packets`), so twice the requests and 80 bytes per row
+    # (the DMA over-fetches, `dma.dma_packets`), so twice the requests and 80 bytes per row
     assert skewed.stats["rd_packets"] == 2 * aligned.stats["rd_packets"]
     assert skewed.stats["rd_fetched_bytes"] * 64 == aligned.stats["rd_fetched_bytes"] * 80
     assert skewed.cycles > aligned.cycles
