@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from zomboss.app.cli import exhaustive_display, exhaustive_text, solve_display, solve_text
+from zomboss.app.display import exhaustive_display, exhaustive_text, solve_display, solve_text
 from zomboss.solvers.exhaustive import ExhaustiveProgress
 from zomboss.solvers.search import SolveProgress
 

@@ -2,120 +2,27 @@
 
 Every error a user can cause ends as one clear message and a non-zero exit code, never a
 traceback (set ZOMBOSS_DEBUG=1 to see one for internal errors).
+
+One module of about 730 lines on purpose: one thin handler per command beside the parser that
+names them, so a command's flags and what it does with them read together; the work is in the
+packages the handlers call, the argument types in `arguments`, the progress lines in `display`.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from zomboss.app.arguments import MAX_WORKERS, count, fraction, ids, seconds
 from zomboss.errors import ZombossError
 from zomboss.solvers.guides import GUIDE_NAMES
 from zomboss.util import MAX_INSTRUCTIONS
-
-if TYPE_CHECKING:  # the solvers load lazily, for the CLI's start-up time
-    from zomboss.solvers.exhaustive import ExhaustiveProgress
-    from zomboss.solvers.search import SolveProgress
-
-
-MAX_WORKERS = 64  # a process pool beyond this forks more than any machine here runs at once
-
-
-def _count(lo: int, hi: int | None = None) -> Callable[[str], int]:
-    """An argparse type: an integer in [lo, hi] (a budget, a sample count, a pool size)."""
-
-    def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if v < lo or (hi is not None and v > hi):
-            raise argparse.ArgumentTypeError(
-                f"expected {lo}..{hi}, got {v}" if hi else f"expected at least {lo}, got {v}"
-            )
-        return v
-
-    return parse
-
-
-def _seconds(text: str) -> float:
-    """An argparse type: a positive number of seconds."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not v > 0 or v == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text}")
-    return v
-
-
-def _ids(text: str) -> list[str]:
-    """An argparse type: one or more comma-separated ids (`--only a,b`, or the flag repeated)."""
-    out = [x.strip() for x in text.split(",") if x.strip()]
-    if not out:
-        raise argparse.ArgumentTypeError(f"expected one or more comma-separated ids, got {text!r}")
-    return out
-
-
-def _fraction(text: str) -> float:
-    """An argparse type: a number in [0, 1] (a relative gap)."""
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a fraction such as 0.02, got {text!r}") from None
-    if not 0.0 <= v <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a fraction between 0 and 1, got {text}")
-    return v
-
-
-@contextlib.contextmanager
-def status_line(enabled: bool, first: str) -> Iterator[Callable[[str], None] | None]:
-    """A rich status line on stderr that the caller updates; nothing under --json or when
-    stderr is not a terminal (a log or a pipe gets the result only)."""
-    if not enabled or not sys.stderr.isatty():
-        yield None
-        return
-    from rich.console import Console
-
-    with Console(stderr=True).status(first) as status:
-        yield status.update
-
-
-def exhaustive_text(p: ExhaustiveProgress) -> str:
-    from zomboss.solvers.exhaustive import relative_gap
-
-    return (
-        f"exhaustive: {p.phase}, classes {p.classes_done}/{p.classes}, {p.simulations} simulations, "
-        f"incumbent {p.incumbent:,}, bound {p.lower_bound:,}, gap "
-        f"{relative_gap(p.incumbent, p.lower_bound):.2%}, {p.elapsed_s:.0f} s"
-    )
-
-
-def solve_text(p: SolveProgress) -> str:
-    best = "" if p.incumbent is None else f", best {p.incumbent:,} cycles"
-    return f"solve: {p.phase}, {p.simulations}/{p.budget} simulations{best}, {p.elapsed_s:.0f} s"
-
-
-@contextlib.contextmanager
-def exhaustive_display(enabled: bool) -> Iterator[Callable[[ExhaustiveProgress], None] | None]:
-    """The exhaustive run's status line (phase, classes, simulations, incumbent, bound, gap,
-    elapsed)."""
-    with status_line(enabled, "exhaustive: starting") as update:
-        yield None if update is None else (lambda p: update(exhaustive_text(p)))
-
-
-@contextlib.contextmanager
-def solve_display(enabled: bool) -> Iterator[Callable[[SolveProgress], None] | None]:
-    """The guided search's status line (phase, simulations of the budget, best, elapsed)."""
-    with status_line(enabled, "solve: starting") as update:
-        yield None if update is None else (lambda p: update(solve_text(p)))
 
 
 def _param_overrides(items: Sequence[str]) -> dict[str, int]:
@@ -253,6 +160,7 @@ def cmd_default(args: argparse.Namespace) -> int:
 
 
 def cmd_space(args: argparse.Namespace) -> int:
+    from zomboss.app.display import status_line
     from zomboss.solvers.space import describe_space
     from zomboss.target import get_target
 
@@ -290,6 +198,7 @@ def _db(args: argparse.Namespace) -> Path:
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
+    from zomboss.app.display import exhaustive_display, solve_display
     from zomboss.results import Store
     from zomboss.solvers.search import SolveConfig, solve
     from zomboss.target import config_key, get_target
@@ -672,7 +581,7 @@ def build_parser() -> argparse.ArgumentParser:
         "auto (default): full unless the operands are too large to allocate or the kernel executes "
         "more than 20M instructions (then timing only, and the result says why)",
     )
-    d.add_argument("--samples", type=_count(1), default=8, help="output blocks --verify sampled checks (default 8)")
+    d.add_argument("--samples", type=count(1), default=8, help="output blocks --verify sampled checks (default 8)")
     d.add_argument("--seed", type=int, default=0, help="the seed of the sampled blocks and their inputs")
     d.set_defaults(fn=cmd_default)
 
@@ -680,7 +589,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("target")
     sp.add_argument("workload", help="suite id or OP:KEY=VALUE,...")
     sp.add_argument(
-        "--count-seconds", type=_seconds, default=4.0, metavar="S", help="CP-SAT budget for counting legal mappings"
+        "--count-seconds", type=seconds, default=4.0, metavar="S", help="CP-SAT budget for counting legal mappings"
     )
     sp.set_defaults(fn=cmd_space)
 
@@ -689,16 +598,16 @@ def build_parser() -> argparse.ArgumentParser:
     so.add_argument("workload", help="suite id or OP:KEY=VALUE,...")
     so.add_argument("--guide", default="cost", choices=GUIDE_NAMES)
     so.add_argument(
-        "--budget", type=_count(1), default=32, metavar="N", help="timing-only simulations of searched candidates"
+        "--budget", type=count(1), default=32, metavar="N", help="timing-only simulations of searched candidates"
     )
     so.add_argument("--seed", type=int, default=0)
     so.add_argument("--exhaustive", action="store_true", help="simulate or prune (sound bound) every legal mapping")
     so.add_argument(
-        "--time-limit", type=_seconds, default=None, metavar="S", help="stop an exhaustive run after S seconds"
+        "--time-limit", type=seconds, default=None, metavar="S", help="stop an exhaustive run after S seconds"
     )
     so.add_argument(
         "--gap",
-        type=_fraction,
+        type=fraction,
         default=None,
         metavar="G",
         help="stop an exhaustive run once the incumbent is proven within G (a fraction, 0.02 = 2%%) of the optimum",
@@ -747,16 +656,14 @@ def build_parser() -> argparse.ArgumentParser:
     bn = sub.add_parser("bench", parents=[common, store, llm], help="search every suite instance: results DB + report")
     bn.add_argument("--suite", default="all", help="a target name, or all")
     bn.add_argument("--guide", default="cost", choices=GUIDE_NAMES)
-    bn.add_argument("--budget", type=_count(1), default=32, metavar="N")
+    bn.add_argument("--budget", type=count(1), default=32, metavar="N")
     bn.add_argument("--seed", type=int, default=0)
     bn.add_argument("--exhaustive", action="store_true", help="exhaustive branch and bound per instance")
-    bn.add_argument(
-        "--time-limit", type=_seconds, default=None, metavar="S", help="per-instance limit for --exhaustive"
-    )
+    bn.add_argument("--time-limit", type=seconds, default=None, metavar="S", help="per-instance limit for --exhaustive")
     bn.add_argument("--defaults-only", action="store_true", help="only Candidate-0 of every instance (no search)")
     bn.add_argument(
         "--workers",
-        type=_count(1, MAX_WORKERS),
+        type=count(1, MAX_WORKERS),
         default=min(os.cpu_count() or 1, MAX_WORKERS),
         help=f"local process pool size (1..{MAX_WORKERS}; default: the CPU count)",
     )
@@ -771,7 +678,7 @@ def build_parser() -> argparse.ArgumentParser:
     bn.add_argument(
         "--only",
         action="extend",
-        type=_ids,
+        type=ids,
         metavar="WORKLOAD[,WORKLOAD...]",
         help="restrict to these suite ids (comma-separated or repeated)",
     )
