@@ -1,11 +1,13 @@
-"""The candidate pool of a workload: clingo's skeletons, sized by CP-SAT under the doc's cost.
+"""The candidate pool of a workload: clingo's skeletons, sized under the doc's cost.
 
 Skeletons that agree on every symbolic knob the integer problem, the cost estimate and the
-cost bound read form one *cost class*: CP-SAT sees them as the same problem, so it is solved
-once per class. Each class yields its best K sizings by the estimate and its bound (the
-minimum of the doc's `cost bound` over every legal sizing of the class, proven by CP-SAT),
-and the pool offers the class's representative skeleton — the one closest to Candidate-0 —
-with those sizings. The other members stay reachable by knob edits (guides refine by them).
+cost bound read form one *cost class*: the sizing sees them as the same problem. Every class
+is sized by the screen (one CP-SAT solve per sizing group, then a descent of the estimate for
+all classes at once, `screen`), the best-ranked ones again by CP-SAT; each class yields its
+best K sizings and its bound (the minimum of the doc's `cost bound` over the class's legal
+sizings: direct when the bound reads no integer knob, else proven by CP-SAT, else unknown).
+The pool offers the class's representative skeleton — the one closest to Candidate-0 — with
+those sizings. The other members stay reachable by knob edits (guides refine by them).
 """
 
 from __future__ import annotations
@@ -207,7 +209,7 @@ def build_pool(
 
 _Group = tuple[tuple[str, str], ...]
 _Screen = dict[_Group, Sizing | None]
-# (space id, shape, limit) -> (space, screen): a process sizes a workload's pool again
+# (space id, shape, limit, group representatives) -> (space, seeds): a process sizes a workload's pool again
 # (a rerun, a test, the exhaustive search after the guided one) without screening it again
 _SCREENS: Lru[Hashable, tuple[Space, _Screen]] = Lru(4)
 
