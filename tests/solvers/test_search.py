@@ -133,3 +133,41 @@ def test_solve_reports_each_phase_and_simulation_to_its_status_callback():
     assert seen[0].incumbent is None and seen[1].incumbent == res.default_cycles
     assert seen[-1].incumbent == res.cycles and seen[-1].simulations == res.simulations
     assert all(p.budget == 3 for p in seen) and seen == sorted(seen, key=lambda p: p.elapsed_s)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("after", [4.0, 12.0], ids=["early", "later"])
+def test_ctrl_c_stops_a_guided_solve_promptly_and_keeps_its_simulations(after, tmp_path):
+    """Interrupted in whatever phase it is in `after` seconds (Candidate-0, the pool's CP-SAT or
+    NumPy screen, the simulations): exit 130 within seconds, no traceback, and every simulation
+    that ended is in the store."""
+    import signal
+    import sqlite3
+    import subprocess
+    import sys
+    import time
+
+    db = tmp_path / "z.sqlite"
+    p = subprocess.Popen(
+        [sys.executable, "-m", "zomboss.app.cli", "solve", "gemmini", "mm512", "--db", str(db)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(after)
+        t0 = time.perf_counter()
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:  # never leave a solver running behind a failed test
+            p.kill()
+            p.communicate()
+    assert p.returncode == 130, err
+    assert time.perf_counter() - t0 < 15.0
+    assert "Traceback" not in err
+    with sqlite3.connect(db) as c:
+        assert c.execute("SELECT count(*) FROM results").fetchone()[0] == 0  # no summary of a run cut short
+        trials = c.execute("SELECT count(*) FROM trials").fetchone()[0]
+    if after >= 12.0:  # Candidate-0's verified run (a few seconds) has ended and is kept
+        assert trials >= 1
