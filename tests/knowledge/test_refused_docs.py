@@ -59,6 +59,25 @@ def test_query_patterns_still_match():
     assert query(kb.asp, "capacity(spad , R)") == ["capacity(spad,256)"]
 
 
+@pytest.mark.parametrize(
+    ("pattern", "message"),
+    [
+        ("capcity(M,R)", "the KB has no predicate capcity/2 (did you mean capacity/2?)"),
+        ("capacity(M)", "the KB has no predicate capacity/1 (did you mean capacity/2?)"),
+        ("nothing_like_it", "the KB has no predicate nothing_like_it/0; its predicates: "),
+    ],
+)
+def test_a_query_of_an_unknown_predicate_is_an_error_naming_the_kbs(pattern, message, capsys):
+    assert main(["kb", "query", str(TOY), pattern]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "param/2" in err and err.count("\n") == 1
+
+
+def test_a_known_predicate_without_atoms_answers_nothing(capsys):
+    kb = load_kb(TOY)
+    assert query(kb.asp, "violation(R,I)") == []
+
+
 def test_costs_of_a_mapping_are_kept():
     from zomboss.target import doc_path
 

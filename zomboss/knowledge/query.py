@@ -5,6 +5,7 @@ clingo's 32-bit integers cannot decide (`asp_blind`, `mapping_blind`), left to P
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -138,10 +139,33 @@ def parse_pattern(pattern: str) -> str:
 def query(program: str, pattern: str) -> list[str]:
     """Atoms of the KB's model matching an ASP atom pattern with variables (`capacity(M,R)`)."""
     pat = parse_pattern(pattern)
+    ctl = clingo.Control(["--warn=none"])
     try:
-        atoms = solve_atoms(program, f"zomboss_query({pat}) :- {pat}.\n")
-    except QueryError as e:
-        raise QueryError(f"{pattern!r}: {e}") from None
+        ctl.add("base", [], program)
+        ctl.ground([("base", [])], context=NoFunctions())
+        known = {(n, a) for n, a, _ in ctl.symbolic_atoms.signatures}
+        # the query grounded on its own, after the KB: the predicates it adds are the ones the
+        # KB does not have (a misspelling answers nothing rather than an error otherwise)
+        ctl.add("query", [], f"zomboss_query({pat}) :- {pat}.\n")
+        ctl.ground([("query", [])], context=NoFunctions())
+    except (RuntimeError, AttributeError) as e:
+        raise QueryError(f"{pattern!r}: ASP error: {e}") from None
+    unknown = sorted({(n, a) for n, a, _ in ctl.symbolic_atoms.signatures} - known - {("zomboss_query", 1)})
+    if unknown:
+        name, arity = unknown[0]
+        names = sorted({f"{n}/{a}" for n, a in known if not n.startswith("_")})
+        close = difflib.get_close_matches(f"{name}/{arity}", names, n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise QueryError(
+            f"{pattern!r}: the KB has no predicate {name}/{arity}{hint}; its predicates: {', '.join(names)}"
+        )
+    atoms: list[clingo.Symbol] = []
+    with ctl.solve(yield_=True) as handle:
+        for model in handle:
+            atoms = list(model.symbols(atoms=True))
+            break
+        else:
+            raise QueryError(f"{pattern!r}: the knowledge base is unsatisfiable")
     out = [str(f.atom) for f in F.decode(F.QueryAnswerFact, atoms)]
     return sorted(out, key=_natural)
 
