@@ -72,3 +72,20 @@ def test_a_mapping_file_is_read_and_its_broken_constraint_named(kb: KB) -> None:
 def test_ill_typed_mapping_files_are_refused(kb: KB, data: dict[str, Any], message: str) -> None:
     with pytest.raises(WorkloadError, match=message):
         mapping_values(kb, data, "m.json", None)
+
+
+@pytest.mark.parametrize(("knob", "value", "domain"), [("buffers_a", 99, "1..2"), ("inner_order", "bogus", "{ijk")])
+def test_an_inactive_knob_outside_its_domain_is_refused(knob: str, value: object, domain: str) -> None:
+    """A hardware-loop mapping makes the unrolled stream's knobs inactive: their values are
+    replaced, so an out-of-domain one would pass unseen; it is refused, naming the domain."""
+    from zomboss.target import get_target
+
+    t = get_target("gemmini")
+    wl = t.workload("mm256")
+    knobs = t.reference_mappings(wl, {})["library"].to_json()
+    good = {"workload": "mm256", "mapping": knobs}
+    op, _ = mapping_values(t.kb({}), good, "m.json", t.workload)
+    assert op == "matmul"
+    bad = {"workload": "mm256", "mapping": {**knobs, "knobs": {**knobs["knobs"], knob: value}}}
+    with pytest.raises(WorkloadError, match=f"knob '{knob}' .* outside its domain \\({domain}.*inactive here"):
+        mapping_values(t.kb({}), bad, "m.json", t.workload)
