@@ -233,14 +233,20 @@ def cmd_solve(args: argparse.Namespace) -> int:
         kind = solve_kind(args.guide, args.budget, args.seed, res.verified_by)
     d = res.to_json()
     d["db"] = str(store.path)
+    fell_back = res.guide_note.startswith("fell back")
+    d["guide_ran"] = f"{res.guide}→cost" if fell_back else res.guide  # what actually proposed the kernels
     store.put(t.name, wl.id, kind, config, bool(res.verified), d)
     store.close()
+    if res.guide_note:  # a fallback (or an early stop) is said where a user looks, not only in the JSON
+        print(f"zomboss: {res.guide} guide: {res.guide_note}", file=sys.stderr)
     if args.json:
         print(json.dumps(d, indent=2, default=str))
     else:
         keys = [
             "target",
             "workload",
+            "guide_ran",
+            "guide_note",
             "verified",
             "verified_by",
             "verify_reason",
@@ -260,7 +266,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
             "wall_s",
             "db",
         ]
-        lines = [f"{k:>18}: {d[k]}" for k in keys if d.get(k) is not None]
+        lines = [f"{k:>18}: {d[k]}" for k in keys if d.get(k) not in (None, "")]
         lines.append(f"{'mapping':>18}: {json.dumps(d['mapping'])}")
         lines.append(f"{'breakdown':>18}: default {d['breakdown_default']} -> best {d['breakdown']}")
         if d.get("rejected"):
@@ -268,6 +274,9 @@ def cmd_solve(args: argparse.Namespace) -> int:
                 f"{'rejected':>18}: {len(d['rejected'])} illegal proposals (first: {d['rejected'][0]['violations'][0]})"
             )
         print("\n".join(lines))
+    if fell_back and getattr(args, "strict_llm", False):
+        print("zomboss: --strict-llm: the LLM guide fell back to the cost guide (exit 3)", file=sys.stderr)
+        return 3
     return 1 if res.verified is False else 0  # null: timed only (--verify none), as the result says
 
 
@@ -594,6 +603,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(fn=cmd_space)
 
     so = sub.add_parser("solve", parents=[common, store, llm], help="guided search for a faster verified kernel")
+    so.add_argument(
+        "--strict-llm",
+        action="store_true",
+        help="with --guide llm: exit 3 if the LLM guide fell back to the cost guide (the kernel is still stored)",
+    )
     so.add_argument("target")
     so.add_argument("workload", help="suite id or OP:KEY=VALUE,...")
     so.add_argument("--guide", default="cost", choices=GUIDE_NAMES)
