@@ -35,7 +35,8 @@ class _Columns:
     """An environment of columns for `expr.vector`: one row per (class, sizing)."""
 
     def __init__(self, cols: dict[str, vx.Col]) -> None:
-        self.cols, self.memos = cols, {}
+        self.cols = cols
+        self.memos: dict[int, vx.Col] = {}
 
     def col(self, name: str) -> vx.Col:
         return self.cols[name]
@@ -45,8 +46,6 @@ class _Columns:
         if v is None:
             v = self.memos[node] = compute()
         return v
-
-    memos: dict[int, vx.Col]
 
 
 class Screen:
@@ -81,8 +80,8 @@ class Screen:
             cols[k.name] = vx.column(sizes[:, j])
         env = _Columns(cols)
         ok = np.ones(len(sizes), dtype=bool)
-        for k in self.integer:
-            ok &= (sizes[:, self.integer.index(k)] >= k.lo) & (sizes[:, self.integer.index(k)] <= k.hi)
+        for j, k in enumerate(self.integer):
+            ok &= (sizes[:, j] >= k.lo) & (sizes[:, j] <= k.hi)
         for c in self.constraints:
             r = vx.truth(c(env))
             ok &= np.broadcast_to(np.asarray(r.val, dtype=bool), ok.shape)
