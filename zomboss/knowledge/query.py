@@ -38,6 +38,11 @@ def solve_atoms(program: str, extra: str = "") -> list[clingo.Symbol]:
         ctl.ground([("base", [])], context=NoFunctions())
     except (RuntimeError, AttributeError) as e:
         raise QueryError(f"ASP error: {e}") from None
+    return first_model(ctl)
+
+
+def first_model(ctl: clingo.Control) -> list[clingo.Symbol]:
+    """The atoms of a grounded program's (unique, stratified) model."""
     atoms: list[clingo.Symbol] = []
     with ctl.solve(yield_=True) as handle:
         for model in handle:
@@ -159,13 +164,10 @@ def query(program: str, pattern: str) -> list[str]:
         raise QueryError(
             f"{pattern!r}: the KB has no predicate {name}/{arity}{hint}; its predicates: {', '.join(names)}"
         )
-    atoms: list[clingo.Symbol] = []
-    with ctl.solve(yield_=True) as handle:
-        for model in handle:
-            atoms = list(model.symbols(atoms=True))
-            break
-        else:
-            raise QueryError(f"{pattern!r}: the knowledge base is unsatisfiable")
+    try:
+        atoms = first_model(ctl)
+    except QueryError as e:
+        raise QueryError(f"{pattern!r}: {e}") from None
     out = [str(f.atom) for f in F.decode(F.QueryAnswerFact, atoms)]
     return sorted(out, key=_natural)
 
