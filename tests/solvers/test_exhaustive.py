@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.solvers.interrupt import interrupt
 from zomboss.mapping import space
 from zomboss.results import Store
 from zomboss.solvers.exhaustive import _sizings, exhaustive, relative_gap
@@ -155,33 +156,7 @@ def test_gap_stops_once_proven(tmp_path):
 
 @pytest.mark.slow
 def test_ctrl_c_stops_promptly_with_exit_130(tmp_path):
-    import signal
-
-    p = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "zomboss.app.cli",
-            "solve",
-            "gemmini",
-            "mm512",
-            "--exhaustive",
-            "--db",
-            str(tmp_path / "z.sqlite"),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        time.sleep(20)  # inside the pool's CP-SAT phase
-        t0 = time.perf_counter()
-        p.send_signal(signal.SIGINT)
-        _, err = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:  # never leave a solver running behind a failed test
-            p.kill()
-            p.communicate()
-    assert p.returncode == 130, err
-    assert time.perf_counter() - t0 < 15.0
+    rc, err, took = interrupt(["solve", "gemmini", "mm512", "--exhaustive", "--db", str(tmp_path / "z.sqlite")], 20)
+    assert rc == 130, err
+    assert took < 15.0
     assert "Traceback" not in err

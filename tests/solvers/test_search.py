@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.solvers.interrupt import interrupt
 from zomboss.mapping import space
 from zomboss.results import Store
 from zomboss.solvers.guides.base import Proposal, SearchState
@@ -141,30 +142,12 @@ def test_ctrl_c_stops_a_guided_solve_promptly_and_keeps_its_simulations(after, t
     """Interrupted in whatever phase it is in `after` seconds (Candidate-0, the pool's CP-SAT or
     NumPy screen, the simulations): exit 130 within seconds, no traceback, and every simulation
     that ended is in the store."""
-    import signal
     import sqlite3
-    import subprocess
-    import sys
-    import time
 
     db = tmp_path / "z.sqlite"
-    p = subprocess.Popen(
-        [sys.executable, "-m", "zomboss.app.cli", "solve", "gemmini", "mm512", "--db", str(db)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        time.sleep(after)
-        t0 = time.perf_counter()
-        p.send_signal(signal.SIGINT)
-        _, err = p.communicate(timeout=60)
-    finally:
-        if p.poll() is None:  # never leave a solver running behind a failed test
-            p.kill()
-            p.communicate()
-    assert p.returncode == 130, err
-    assert time.perf_counter() - t0 < 15.0
+    rc, err, took = interrupt(["solve", "gemmini", "mm512", "--db", str(db)], after)
+    assert rc == 130, err
+    assert took < 15.0
     assert "Traceback" not in err
     with sqlite3.connect(db) as c:
         assert c.execute("SELECT count(*) FROM results").fetchone()[0] == 0  # no summary of a run cut short
