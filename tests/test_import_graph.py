@@ -27,6 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("verify",),
     ("solvers",),
     ("app",),
+    ("api",),  # the public Python API (zomboss/api.py): calls what the command line calls
 )
 LAYER = {pkg: i for i, names in enumerate(LAYERS) for pkg in names}
 
