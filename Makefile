@@ -6,10 +6,12 @@ STAMP   := $(VENV)/.installed
 
 .PHONY: run test test-slow install lint typecheck unit bench clean
 
-$(STAMP): pyproject.toml
+# Everything (the test tools, Ray and the `all` extra: plots and the LLM client) at the versions
+# constraints.txt pins, so a developer's and CI's environments are the same.
+$(STAMP): pyproject.toml constraints.txt
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,ray]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[test,ray,all]'
 	touch $(STAMP)
 
 install: $(STAMP)
