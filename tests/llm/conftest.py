@@ -4,6 +4,7 @@ milliseconds, and a loopback chat-completions server."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,3 +115,26 @@ def _no_env_key(monkeypatch) -> Iterator[None]:
     for var in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ZOMBOSS_LLM_MODEL"):
         monkeypatch.delenv(var, raising=False)
     yield
+
+
+class _Clock:
+    """The `time` module as the openai client sees it in these tests: its retry waits are
+    recorded in `waits` instead of slept (the loopback server keeps the real clock)."""
+
+    def __init__(self, waits: list[float]) -> None:
+        self.waits = waits
+
+    def sleep(self, seconds: float) -> None:
+        self.waits.append(seconds)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+
+@pytest.fixture(autouse=True)
+def openai_waits(monkeypatch) -> list[float]:
+    """The waits the openai client's own retries chose, in order (not slept)."""
+    waits: list[float] = []
+    openai = pytest.importorskip("openai")
+    monkeypatch.setattr(openai._base_client, "time", _Clock(waits))
+    return waits

@@ -80,8 +80,10 @@ def test_retries_are_bounded_and_the_reason_is_kept():
     assert not c.calls[0].ok
 
 
-def test_retry_after_is_honoured_and_capped():
-    waits: list[float] = []
+def test_retry_after_is_honoured_and_capped(openai_waits):
+    # the openai client waits the first two (its own retries), this client the third, which is
+    # longer than the openai client waits at all: both record into one list
+    waits = openai_waits
     with Loopback(
         [
             status(429, {"Retry-After": "7"}),
@@ -95,8 +97,8 @@ def test_retry_after_is_honoured_and_capped():
     assert waits[0] >= 7.0 and 0.25 <= waits[1] < 1.0 and waits[2] == 30.0
 
 
-def test_backoff_grows():
-    waits: list[float] = []
+def test_backoff_grows(openai_waits):
+    waits = openai_waits  # the openai client backs off its retries of HTTP 500 itself
     with Loopback([status(500)]) as srv:
         cfg = LlmConfig(base_url=srv.base_url, model="m", backoff=0.01, retries=4)
         c = LlmClient(cfg, sleep=waits.append)

@@ -1,6 +1,8 @@
 """The OpenAI-compatible chat transport shared by the LLM guide and the direct baseline:
-configuration, bounded retries, token accounting, record and replay (`client`). Imports only
-`zomboss.errors`; what is asked and how answers are parsed belongs to the solvers.
+configuration, bounded retries (the openai client's own, plus what it cannot see), token
+accounting, record and replay (`client`). The openai package is the optional `llm` extra:
+without it a client says which to install (`LlmMissing`). Imports only `zomboss.errors`; what
+is asked and how answers are parsed belongs to the solvers.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from zomboss.llm.client import (
     LlmConfig,
     LlmConfigError,
     LlmError,
+    LlmMissing,
     LlmRefused,
     ReplayMismatch,
     Reply,
@@ -23,6 +26,7 @@ __all__ = [
     "LlmConfig",
     "LlmConfigError",
     "LlmError",
+    "LlmMissing",
     "LlmRefused",
     "ReplayMismatch",
     "Reply",

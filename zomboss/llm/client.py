@@ -5,11 +5,15 @@ bounded, accounted and reproducible:
 
 * configuration from arguments or the environment: `OPENAI_BASE_URL`, `ZOMBOSS_LLM_MODEL`,
   `OPENAI_API_KEY` (none is needed for a local server; a placeholder is sent then);
-* bounded retries with exponential backoff for timeouts, HTTP 429 (honouring `Retry-After`
-  and `retry-after-ms`), 5xx, dropped connections and unusable bodies (not JSON, no
-  `choices`, larger than `max_answer_bytes`, slower than the timeout in total); other 4xx
-  are refused at once (`LlmRefused`, with the status, so a caller can drop an unsupported
-  request feature such as tools or `response_format`);
+* bounded retries: the openai client retries what fails in transport itself (timeouts,
+  dropped connections, HTTP 408/409/429/5xx, honouring `Retry-After` up to two minutes) with
+  its own backoff; this client adds what it cannot know, within the same budget of
+  `retries`: retrying unusable bodies (not JSON, no `choices`, larger than `max_answer_bytes`,
+  slower than the timeout in total, dropped mid-body) with its own backoff, and a 429 whose
+  `Retry-After` is longer than the openai client waits (then after `max_retry_after`);
+  other 4xx are refused at once (`LlmRefused`, with the status, so a caller can drop an
+  unsupported request feature such as tools or `response_format`); every HTTP attempt is
+  seen through the HTTP client's event hooks, so it is counted and recorded;
 * token accounting from each response's `usage`: prompt, completion, cached-prompt
   (`prompt_tokens_details.cached_tokens`) and reasoning
   (`completion_tokens_details.reasoning_tokens`) tokens, per call, including the tokens of
@@ -26,15 +30,14 @@ reads it). Answers are data: nothing here executes them.
 
 from __future__ import annotations
 
-import email.utils
 import json
-import math
 import os
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from zomboss.errors import ZombossError
@@ -64,6 +67,25 @@ class ReplayMismatch(ZombossError):
 
 class LlmConfigError(ZombossError):
     """No endpoint (or an unusable one) configured."""
+
+
+LLM_EXTRA = "pip install 'zomboss[llm]'"
+
+
+class LlmMissing(LlmConfigError):
+    """The `llm` extra (the openai package) is not installed."""
+
+
+def openai_module() -> ModuleType:
+    """The openai package, or LlmMissing naming the extra to install (imported when a client
+    first needs it: it is optional, and slow to import)."""
+    try:
+        import openai
+    except ImportError:
+        raise LlmMissing(
+            f"the LLM guide (--guide llm) and `zomboss direct` need the openai package: {LLM_EXTRA}"
+        ) from None
+    return openai
 
 
 # ---- usage -----------------------------------------------------------------------------------
@@ -166,9 +188,11 @@ class LlmConfig:
     api_key: str | None = field(default=None, repr=False)
     timeout: float = DEFAULT_TIMEOUT
     retries: int = DEFAULT_RETRIES
-    backoff: float = 1.0  # first retry waits about this long, doubling (with jitter) up to max_backoff
+    # retries of unusable bodies wait about `backoff` first, doubling (with jitter) up to
+    # max_backoff (the openai client backs off its transport retries itself)
+    backoff: float = 1.0
     max_backoff: float = 30.0
-    max_retry_after: float = 60.0  # a longer Retry-After is capped to this
+    max_retry_after: float = 60.0  # a Retry-After the openai client will not wait is waited this long
     max_answer_bytes: int = MAX_ANSWER_BYTES
     max_tokens: int = 2048
     temperature: float = 0.0
@@ -215,31 +239,6 @@ class _Bad(Exception):
     def __init__(self, reason: str, retry: bool, status: int | None = None, wait: float | None = None) -> None:
         super().__init__(reason)
         self.reason, self.retry, self.status, self.wait = reason, retry, status, wait
-
-
-def _retry_after(headers: Mapping[str, str] | None) -> float | None:
-    if not headers:
-        return None
-    ms = headers.get("retry-after-ms")
-    if ms is not None:
-        try:
-            v = float(ms) / 1000.0
-            return v if math.isfinite(v) and v >= 0 else None
-        except ValueError:
-            pass
-    ra = headers.get("retry-after")
-    if ra is None:
-        return None
-    try:
-        v = float(ra)
-        return v if math.isfinite(v) and v >= 0 else None
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(ra)
-    except (TypeError, ValueError, IndexError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def parse_body(text: str) -> Reply:
@@ -300,18 +299,22 @@ class LlmClient:
         self.scrub = Scrubber(config.api_key)
         self.calls: list[CallRecord] = []
         self.usage = Usage()
-        self._sleep = sleep
+        self._sleep = sleep  # the waits between this client's own retries (the openai client sleeps its own)
         self._rng = random.Random(config.seed)
         self._record = Path(record) if record else None
         self._replay: list[dict[str, Any]] | None = None
         self._client: Any = None
+        self._tries: list[dict[str, Any]] = []  # the HTTP attempts of the request under way (event hooks)
+        self._sent_at = 0.0  # when the last of them was sent
         if replay:
             self._replay = _read_recording(Path(replay))
-        elif not config.base_url:
-            raise LlmConfigError(
-                "no LLM endpoint: give --llm-base-url (or set OPENAI_BASE_URL), e.g. http://127.0.0.1:8000/v1,"
-                " or --llm-replay FILE.jsonl"
-            )
+        else:
+            self._lib = openai_module()
+            if not config.base_url:
+                raise LlmConfigError(
+                    "no LLM endpoint: give --llm-base-url (or set OPENAI_BASE_URL), e.g. http://127.0.0.1:8000/v1,"
+                    " or --llm-replay FILE.jsonl"
+                )
         if self._record is not None:
             self._record.parent.mkdir(parents=True, exist_ok=True)
             header = {"zomboss_llm_recording": RECORDING_VERSION, "model": self.config.model}
@@ -323,68 +326,101 @@ class LlmClient:
 
     # ---- transport -------------------------------------------------------------------------
     def _openai(self) -> Any:
+        """The openai client: its own timeout and retries, and an HTTP client whose event hooks
+        see every attempt it makes (counted, and recorded for replay)."""
         if self._client is None:
-            import openai
-
-            self._client = openai.OpenAI(
+            http = self._lib.DefaultHttpxClient(event_hooks={"request": [self._sent], "response": [self._answered]})
+            self._client = self._lib.OpenAI(
                 base_url=self.config.base_url,
                 api_key=self.config.api_key or PLACEHOLDER_KEY,
                 timeout=self.config.timeout,
-                max_retries=0,
+                max_retries=self.config.retries,
+                http_client=http,
             )
         return self._client
+
+    def _sent(self, request: Any) -> None:
+        self._sent_at = time.monotonic()
+        self._tries.append({"error": "no answer (timeout, or the connection failed)", "status": None, "retry": True})
+
+    def _answered(self, response: Any) -> None:
+        code = int(response.status_code)
+        if self._tries and code >= 400:
+            self._tries[-1].update(error=f"HTTP {code}", status=code)
+        elif self._tries:
+            self._tries[-1] = {}  # answered: the caller fills in the body or why it was unusable
 
     def model(self) -> str:
         """The configured model, else the first one the server lists, else "default"."""
         if self.config.model:
             return self.config.model
+        if self._replay is not None:
+            return self._replay_model(len(self.calls))
         try:
-            import openai
-
-            page = self._openai().models.list(timeout=min(self.config.timeout, 10.0))
+            # a probe: no retries, the chat call that follows has them
+            page = self._openai().with_options(max_retries=0).models.list(timeout=min(self.config.timeout, 10.0))
             first = next(iter(page), None)
             name = getattr(first, "id", None)
             self.config.model = name if isinstance(name, str) and name else "default"
-        except (openai.OpenAIError, StopIteration, TypeError, ValueError):
+        except (self._lib.OpenAIError, StopIteration, TypeError, ValueError):
             self.config.model = "default"
+        finally:
+            self._tries = []
         return self.config.model
 
-    def _attempt(self, request: Mapping[str, Any]) -> str:
-        """One HTTP attempt: the scrubbed body text, or _Bad."""
-        import httpx2
-        import openai
-
+    def _send(self, request: Mapping[str, Any], retries: int) -> tuple[list[dict[str, Any]], str | _Bad]:
+        """One request through the openai client, which retries transport failures itself up to
+        `retries` times: the attempts it made (as recorded) and the scrubbed body of the last,
+        or why it gave up (_Bad)."""
+        openai, httpx2 = self._lib, _httpx2()
         cfg = self.config
         body = dict(request)
         body.pop("purpose", None)
-        t0 = time.monotonic()
+        self._tries = []
+        chat = self._openai().with_options(max_retries=retries).chat.completions
+        outcome: str | _Bad
         try:
-            with self._openai().chat.completions.with_streaming_response.create(**body) as resp:
+            with chat.with_streaming_response.create(**body) as resp:
                 chunks: list[bytes] = []
                 size = 0
                 for chunk in resp.iter_bytes():
                     size += len(chunk)
                     if size > cfg.max_answer_bytes:
                         raise _Bad(f"oversized answer (more than {cfg.max_answer_bytes} bytes)", True)
-                    if time.monotonic() - t0 > cfg.timeout:
+                    if time.monotonic() - self._sent_at > cfg.timeout:
                         raise _Bad(f"timeout (answer not complete after {cfg.timeout:g} s)", True)
                     chunks.append(chunk)
-            raw = b"".join(chunks)
+            outcome = self.scrub(b"".join(chunks).decode("utf-8", errors="replace"))
+        except _Bad as b:
+            outcome = b
         except openai.APITimeoutError:
-            raise _Bad(f"timeout (no answer within {cfg.timeout:g} s)", True) from None
+            outcome = _Bad(f"timeout (no answer within {cfg.timeout:g} s)", True)
         except openai.APIConnectionError:
-            raise _Bad("connection failed or dropped", True) from None
+            outcome = _Bad("connection failed or dropped", True)
         except openai.APIStatusError as e:
             code = e.status_code
-            wait = _retry_after(e.response.headers) if e.response is not None else None
+            headers = e.response.headers if e.response is not None else {}
             retry = code in (408, 409, 429) or code >= 500
+            if headers.get("x-should-retry") == "false":
+                retry = False
+            # the openai client waits a Retry-After of up to two minutes itself; a longer one it
+            # does not wait at all: this client then waits max_retry_after and tries again
+            wait = cfg.max_retry_after if ("retry-after" in headers or "retry-after-ms" in headers) else None
             detail = self.scrub(_error_detail(e))
-            raise _Bad(f"HTTP {code}" + (f" ({detail})" if detail else ""), retry, code, wait) from None
+            outcome = _Bad(f"HTTP {code}" + (f" ({detail})" if detail else ""), retry, code, wait)
         except (httpx2.TransportError, httpx2.DecodingError, httpx2.StreamError):
-            raise _Bad("connection dropped while reading the answer", True) from None
+            outcome = _Bad("connection dropped while reading the answer", True)
         except openai.OpenAIError as e:
-            raise _Bad(self.scrub(f"{type(e).__name__}: {e}")[:200], True) from None
-        return self.scrub(raw.decode("utf-8", errors="replace"))
+            outcome = _Bad(self.scrub(f"{type(e).__name__}: {e}")[:200], True)
+        tries, self._tries = self._tries or [{}], []
+        last = tries[-1]
+        if isinstance(outcome, str):
+            last.clear()
+            last["body"] = outcome
+        else:
+            last.clear()
+            last.update(error=outcome.reason, status=outcome.status, wait=outcome.wait, retry=outcome.retry)
+        return tries, outcome
 
     def _wait(self, attempt: int, hint: float | None) -> float:
         cfg = self.config
@@ -420,27 +456,27 @@ class LlmClient:
             request["response_format"] = dict(response_format)
         n = len(self.calls)
         t0 = time.perf_counter()
-        attempts: list[dict[str, Any]] = []
-        if self._replay is not None:
-            recorded = self._replayed(n, request)
+        attempts: list[dict[str, Any]] = []  # every HTTP attempt, as recorded (and replayed)
+        recorded = self._replayed(n, request) if self._replay is not None else None
         usage = Usage()
         reply: Reply | None = None
         failure: _Bad | None = None
         reasons: list[str] = []
-        for attempt in range(self.config.retries + 1):
+        rounds = 0  # this client's own retries (of what the openai client does not retry)
+        while len(attempts) <= self.config.retries:
+            if recorded is not None:  # a replay serves one recorded attempt at a time
+                if len(attempts) >= len(recorded):
+                    raise ReplayMismatch(f"replay: call {n} has fewer attempts recorded than the run needs")
+                tries = [recorded[len(attempts)]]
+                got: str | _Bad = _replayed_attempt(tries[0])
+            else:
+                tries, got = self._send(request, self.config.retries - len(attempts))
+            attempts.extend(tries)
+            reasons += [str(t["error"]) for t in tries[:-1] if isinstance(t, dict) and t.get("error")]
             try:
-                if self._replay is not None:
-                    if attempt >= len(recorded):
-                        raise ReplayMismatch(f"replay: call {n} has fewer attempts recorded than the run needs")
-                    text = _replay_attempt(recorded[attempt])
-                else:
-                    try:
-                        text = self._attempt(request)
-                    except _Bad as b:
-                        attempts.append({"error": b.reason, "status": b.status, "wait": b.wait, "retry": b.retry})
-                        raise
-                    attempts.append({"body": text})
-                reply = parse_body(text)
+                if isinstance(got, _Bad):
+                    raise got
+                reply = parse_body(got)
                 usage = usage + reply.usage
                 failure = None
                 break
@@ -449,23 +485,23 @@ class LlmClient:
                     usage = usage + b.usage
                 failure = b
                 reasons.append(b.reason)
-                if not b.retry or attempt == self.config.retries:
+                if not b.retry or len(attempts) > self.config.retries:
                     break
-                if self._replay is None:
-                    self._sleep(self._wait(attempt, b.wait))
+                if recorded is None:
+                    self._sleep(self._wait(rounds, b.wait))
+                rounds += 1
         wall = time.perf_counter() - t0
-        n_attempts = len(attempts) if self._replay is None else min(len(recorded), attempt + 1)
         if self._record is not None:
             with self._record.open("a", encoding="utf-8") as f:
                 f.write(json.dumps({"n": n, "purpose": purpose, "request": request, "attempts": attempts}) + "\n")
         self.usage = self.usage + usage
         if reply is None:
             assert failure is not None
-            self.calls.append(CallRecord(n, purpose, usage, n_attempts, wall, False, failure.reason))
+            self.calls.append(CallRecord(n, purpose, usage, len(attempts), wall, False, failure.reason))
             cls = LlmRefused if not failure.retry else LlmError
-            raise cls(failure.reason, n_attempts, failure.status)
+            raise cls(failure.reason, len(attempts), failure.status)
         retried = "; ".join(reasons)[:300]
-        self.calls.append(CallRecord(n, purpose, usage, n_attempts, wall, True, retried, reply.finish_reason))
+        self.calls.append(CallRecord(n, purpose, usage, len(attempts), wall, True, retried, reply.finish_reason))
         return reply
 
     def _replay_model(self, n: int) -> str:
@@ -508,14 +544,22 @@ def _error_detail(e: Any) -> str:
     return ""
 
 
-def _replay_attempt(att: object) -> str:
+def _replayed_attempt(att: object) -> str | _Bad:
+    """A recorded attempt: its body, or the failure it was."""
     if not isinstance(att, dict):
         raise ReplayMismatch("replay: an attempt of the recording is not an object")
     if "body" in att and isinstance(att["body"], str):
         return att["body"]
     reason = str(att.get("error", "recorded failure"))
     status = att.get("status") if isinstance(att.get("status"), int) else None
-    raise _Bad(reason, bool(att.get("retry", True)), status, None)
+    return _Bad(reason, bool(att.get("retry", True)), status, None)
+
+
+def _httpx2() -> ModuleType:
+    """The HTTP library of the openai client (its errors while a body is read)."""
+    import httpx2
+
+    return httpx2
 
 
 def _first_difference(a: object, b: object, path: str = "request") -> str:
