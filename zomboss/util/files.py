@@ -19,22 +19,30 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+import platformdirs
+
+APP = "zomboss"
+
 
 def cache_root() -> Path:
-    """`$ZOMBOSS_CACHE`, else `~/.cache/zomboss`."""
-    return Path(os.environ.get("ZOMBOSS_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "zomboss"))
+    """`$ZOMBOSS_CACHE`, else the user cache folder of the platform (`~/.cache/zomboss` on
+    Linux, `~/Library/Caches/zomboss` on macOS, `%LOCALAPPDATA%\\zomboss\\Cache` on Windows)."""
+    env = os.environ.get("ZOMBOSS_CACHE")
+    return Path(env) if env else platformdirs.user_cache_path(APP, appauthor=False)
 
 
 def results_dir() -> Path:
     """Where `solve` and `bench` keep their store and reports: `$ZOMBOSS_RESULTS`, else the
-    `results/` folder of the source checkout Zomboss runs from, else ~/.local/share/zomboss."""
+    `results/` folder of the source checkout Zomboss runs from (where `make run` and the
+    README's walk-through find the report), else the user data folder of the platform
+    (`~/.local/share/zomboss` on Linux)."""
     env = os.environ.get("ZOMBOSS_RESULTS")
     if env:
         return Path(env)
     root = Path(__file__).resolve().parents[2]
     if (root / "pyproject.toml").exists() and (root / "targets").is_dir():
         return root / "results"
-    return Path(os.path.expanduser("~")) / ".local" / "share" / "zomboss"
+    return platformdirs.user_data_path(APP, appauthor=False)
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -81,7 +89,16 @@ class RecordCodec:
     booleans and None. A dataclass instance is `[ClassName, field, ...]`; decoding is driven
     by the declared field types, accepts only the registered classes, and runs each class's
     validator (e.g. an operator must be a known one), so decoded records are exactly as
-    well-formed as built ones."""
+    well-formed as built ones.
+
+    Why hand-written rather than a validation library (pydantic, msgspec, cattrs; issue 28):
+    the records are the KB's own frozen dataclasses, including the expression trees whose
+    shared nodes the cache stores once (`knowledge.cache`), with per-class validators and
+    unions that have their own decoders; a library would need a mirror model per class or
+    plugins for exactly those parts, and would become the one hard dependency of the core
+    beyond the solvers (pydantic came only with the now optional openai client). This piece is
+    small, data-only by construction (it can build only the registered classes), and fuzzed
+    (tests/fuzz, tests/knowledge/test_cache.py)."""
 
     def __init__(
         self,
