@@ -89,6 +89,11 @@ def exhaustive(
     gap: float | None = None,
     progress: Callable[[ExhaustiveProgress], None] | None = None,
 ) -> SolveResult:
+    """Branch and bound over every legal mapping of `wl` (see the module docstring), stopping
+    after `time_limit` seconds or once the incumbent is proven within `gap` of the optimum;
+    every simulation is written to `store` when given, `progress` is told each phase. Returns
+    the SolveResult of the verified winner with the proof state (`optimum_cycles` when proven,
+    `lower_bound_cycles`, `gap`, `complete`)."""
     t0 = time.perf_counter()
     deadline = None if time_limit is None else t0 + time_limit
 

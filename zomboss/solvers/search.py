@@ -47,6 +47,12 @@ EXTRAPOLATION_TOLERANCE = 0.01  # timing-only (extrapolated) vs full simulation,
 
 @dataclass
 class SolveConfig:
+    """The options of one guided search (`zomboss solve`'s flags; `zomboss.solve` takes them as
+    keywords with the command line's defaults, e.g. verify="auto" where this record says
+    "full"): the guide and its options, the budget of timing-only simulations, the seed, when to
+    stop early, how the pool of candidates is sized, and how Candidate-0 and the winner are
+    verified."""
+
     guide: str = "cost"
     budget: int = 32  # timing-only simulations of searched candidates
     seed: int = 0
@@ -84,6 +90,13 @@ class SolveProgress:
 
 @dataclass
 class SolveResult(Record):
+    """What a guided (`solve`) or exhaustive (`exhaustive`) search returns: the winner (its
+    `cycles`, `mapping`, where it came from, how it was verified) beside Candidate-0's
+    `default_cycles`, what the search did (simulations, rejected proposals with the rule they
+    broke, pruned candidates, its history) and, for an exhaustive run, the proof state
+    (`optimum_cycles` when proven, `lower_bound_cycles`, `gap`, `complete`). `to_json()` is what
+    `zomboss solve --json` prints."""
+
     target: str
     workload: str
     verified: bool | None  # None: timing only (verified_by "none")
@@ -323,8 +336,12 @@ def solve(
     guide: Guide | None = None,
     status: Callable[[SolveProgress], None] | None = None,
 ) -> SolveResult:
-    """The guided search of one instance (see the module docstring); `progress` is told each
-    simulation (the bench's counter), `status` each phase and simulation (a display)."""
+    """The guided search of one instance (see the module docstring) under `cfg` (default
+    SolveConfig()), every simulation written to `store` when given; `progress` is told each
+    simulation (the bench's counter), `status` each phase and simulation (a display), `guide`
+    replaces the one `cfg.guide` names (tests). Returns the SolveResult of the verified winner
+    (Candidate-0 at worst); raises ZombossError for an unknown guide or a Candidate-0 that does
+    not verify, and the LLM client's errors for an unusable endpoint."""
     cfg = cfg or SolveConfig()
     t_start = time.perf_counter()
 

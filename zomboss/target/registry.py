@@ -33,6 +33,7 @@ def _registry() -> dict[str, str]:
 
 
 def target_names() -> tuple[str, ...]:
+    """The names of the registered targets, sorted."""
     return tuple(_registry())
 
 
@@ -45,6 +46,8 @@ def _module(name: str) -> str:
 
 
 def get_target(name: str) -> Target:
+    """The registered target `name` (its module imported on first use); ZombossError naming
+    the registered ones when there is none of that name."""
     mod = importlib.import_module(_module(name))
     return mod.TARGET
 
