@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from zomboss.app.check import check_file
-from zomboss.app.cli import _best_mapping, solve_kind
+from zomboss.app.cli import _best_mapping, _read_mapping, solve_kind
 from zomboss.errors import ZombossError
 from zomboss.knowledge import KB
 from zomboss.knowledge import query as _query
@@ -294,13 +294,13 @@ def export(
     output: str | Path,
     *,
     params: Params | None = None,
-    mapping: KnobMapping | Mapping[str, Any] | None = None,
+    mapping: KnobMapping | Mapping[str, Any] | str | Path | None = None,
     best: bool = False,
     db: str | Path | None = None,
 ) -> Path:
     """Write a kernel of `workload` in the target's native form to `output` (`zomboss export`):
-    Candidate-0 by default, the kernel of `mapping` (a KnobMapping, e.g. `solve(...).mapping`, or
-    its JSON form), or with `best=True` the verified winner the results store (`db`) holds for
+    Candidate-0 by default, the kernel of `mapping` (a KnobMapping, e.g. `solve(...).mapping`, its
+    JSON form, or the path of a JSON file holding it, as `--mapping` takes), or with `best=True` the verified winner the results store (`db`) holds for
     this workload under the current KB and preset. Returns the path written (a target may write
     its assembly beside it). Raises ZombossError for an illegal mapping, or `best` without a
     stored winner."""
@@ -314,6 +314,8 @@ def export(
         chosen, _ = _best_mapping(t, wl, overrides, results_db(db))
     elif mapping is None or isinstance(mapping, KnobMapping):
         chosen = mapping
+    elif isinstance(mapping, str | Path):
+        chosen = _read_mapping(t, wl, Path(mapping), overrides)
     else:
         kb = t.kb(overrides)
         sp = space(kb, wl.op)
