@@ -65,9 +65,13 @@ def test_a_base_install_runs_the_python_api_walkthrough(tmp_path):
     venv.create(env_dir, with_pip=True)
     py = env_dir / "bin" / "python"
     src = tmp_path / "src"  # a copy, so the build leaves nothing in the checkout
-    shutil.copytree(
-        ROOT, src, ignore=shutil.ignore_patterns(".venv", ".git", "results", "build", "*.egg-info", "__pycache__")
-    )
+    local = {".venv", ".git", "results", "build"}  # the checkout's own, at its top only
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        top = Path(folder) == ROOT
+        return {n for n in names if (top and n in local) or n == "__pycache__" or n.endswith(".egg-info")}
+
+    shutil.copytree(ROOT, src, ignore=ignore)
     install = subprocess.run(
         [str(py), "-m", "pip", "install", "--quiet", str(src)], capture_output=True, text=True, timeout=1500
     )
