@@ -1,10 +1,13 @@
 """The command line's argument types: numbers and id lists checked by the parser, so a bad
-flag is refused with argparse's one-line message before any work starts."""
+flag is refused with argparse's one-line message before any work starts; the help formatter
+that states every default; `--version`."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+
+from zomboss.util.version import version_line
 
 MAX_WORKERS = 64  # a process pool beyond this forks more than any machine here runs at once
 
@@ -54,3 +57,25 @@ def fraction(text: str) -> float:
     if not 0.0 <= v <= 1.0:
         raise argparse.ArgumentTypeError(f"expected a fraction between 0 and 1, got {text}")
     return v
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Every help text states its default, "(default: X)", unless it says it already or there
+    is none to state (a switch, an unset option whose help says what happens then)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if "default" in text or action.default in (None, False, [], argparse.SUPPRESS):
+            return text
+        return super()._get_help_string(action)
+
+
+class VersionAction(argparse.Action):
+    """`--version`: the version and commit (zomboss.util.version), looked up only when asked
+    for, since the commit takes a git call."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        parser.exit(message=version_line() + "\n")
