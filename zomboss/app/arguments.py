@@ -78,4 +78,5 @@ class VersionAction(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="print the version and exit")
 
     def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
-        parser.exit(message=version_line() + "\n")
+        print(version_line())
+        parser.exit()
