@@ -15,6 +15,7 @@ import pytest
 from rich.console import Console
 
 from zomboss.app import main
+from zomboss.app.arguments import states_default
 from zomboss.app.check import Progress
 from zomboss.app.cli import build_parser
 from zomboss.app.display import print_table
@@ -99,7 +100,7 @@ def test_every_argument_has_help_and_states_its_default():
             if isinstance(a, argparse._HelpAction | argparse._SubParsersAction):
                 continue
             assert a.help, f"{name} {a.option_strings or a.dest}: no help text"
-            if a.default not in (None, False, [], argparse.SUPPRESS):
+            if states_default(a):
                 text = p.formatter_class(name)._get_help_string(a) or ""
                 assert "default" in text, f"{name} {a.option_strings or a.dest}: default {a.default!r} not stated"
         positional = [a for a in p._actions if not a.option_strings and not isinstance(a, argparse._SubParsersAction)]

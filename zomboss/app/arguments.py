@@ -5,6 +5,7 @@ that states every default; `--version`."""
 from __future__ import annotations
 
 import argparse
+import textwrap
 from collections.abc import Callable
 
 from zomboss.util.version import version_line
@@ -65,9 +66,19 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
 
     def _get_help_string(self, action: argparse.Action) -> str | None:
         text = action.help or ""
-        if "default" in text or action.default in (None, False, [], argparse.SUPPRESS):
+        if "default" in text or not states_default(action):
             return text
         return super()._get_help_string(action)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        """Wrapped at spaces only: a path (`zomboss-test/results`) stays whole."""
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False, break_long_words=False)
+
+
+def states_default(action: argparse.Action) -> bool:
+    """Whether an argument has a default worth stating (not a switch's False, not unset)."""
+    d = action.default
+    return not (d is None or d is False or d is argparse.SUPPRESS or (isinstance(d, list) and not d))
 
 
 class VersionAction(argparse.Action):

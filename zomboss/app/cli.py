@@ -644,7 +644,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 # The metavars every command uses for the same kind of value.
 TARGET, WORKLOAD = "TARGET", "WORKLOAD"
-WORKLOAD_HELP = "a suite id (see `zomboss workloads`) or OP:KEY=VALUE,... (e.g. matmul:m=64,n=64,k=64)"
+WORKLOAD_HELP = "a suite id (see `zomboss workloads`) or OP:KEY=VALUE,... (e.g. matmul:M=64,N=64,K=64)"
 VERIFY_CHOICES = ("auto", "full", "sampled", "none")
 
 
