@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -73,9 +74,10 @@ def print_table(
     right: Sequence[str] = (),
     console: Console | None = None,
 ) -> None:
-    """A table on stdout. The `ids` columns are never cut: plain output pads every column to
-    its widest cell; a rich table keeps the id columns as wide as their longest id and folds
-    the other cells (never an ellipsis) when the terminal is narrow."""
+    """A table on stdout. The `ids` and the (numeric) `right` columns are never cut: plain
+    output pads every column to its widest cell; a rich table keeps those columns as wide as
+    their widest cell and folds the other cells (never an ellipsis) when the terminal is
+    narrow."""
     if plain:
         widths = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns)]
 
@@ -87,19 +89,23 @@ def print_table(
 
         print("\n".join([title, line(columns), *(line(r) for r in rows)]))
         return
-    table = Table(title=title)
-    for i, col in enumerate(columns):
-        widest = max([len(col), *(len(r[i]) for r in rows)])
+    console = console or Console()
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)  # no side borders: room for the cells
+    widths = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns)]
+    need = sum(w if c in ids or c in right else len(c) for c, w in zip(columns, widths, strict=True))
+    numbers_whole = need + 3 * len(columns) <= console.width  # else numbers fold too, ids never
+    for col, widest in zip(columns, widths, strict=True):
+        whole = col in ids or (col in right and numbers_whole)  # ids and numbers read whole; text may fold
         table.add_column(
             col,
             justify="right" if col in right else "left",
             overflow="fold",
-            no_wrap=col in ids,
-            min_width=widest if col in ids else None,
+            no_wrap=whole,
+            min_width=widest if whole else None,
         )
     for r in rows:
         table.add_row(*r)
-    (console or Console()).print(table)
+    console.print(table)
 
 
 def files_text(files: Sequence[Path | str]) -> str:
