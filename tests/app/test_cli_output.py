@@ -76,8 +76,13 @@ def test_export_lists_every_file_it_writes(tmp_path, capsys, target, workload, n
 
 def test_kb_build_lists_the_file_it_writes(tmp_path, capsys):
     out = tmp_path / "t.lp"
-    assert main(["kb", "build", "plena", "--out", str(out), "--json"]) == 0
+    umask = os.umask(0o022)
+    try:
+        assert main(["kb", "build", "plena", "--out", str(out), "--json"]) == 0
+    finally:
+        os.umask(umask)
     assert json.loads(capsys.readouterr().out)[0]["files"] == [str(out)]
+    assert out.stat().st_mode & 0o777 == 0o644  # like any file the user creates, not the temp file's 0600
 
 
 # ---- help texts ----------------------------------------------------------------------------

@@ -52,8 +52,8 @@ def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
 
 
 def cmd_kb_build(args: argparse.Namespace) -> int:
+    from zomboss.results.report import publish
     from zomboss.target import resolve_kb, target_names
-    from zomboss.util import atomic_write
 
     names = args.targets or list(target_names())
     if args.out and len(names) != 1:
@@ -76,7 +76,7 @@ def cmd_kb_build(args: argparse.Namespace) -> int:
             }
         )
         if args.out:
-            atomic_write(Path(args.out), kb.asp.encode())
+            publish(Path(args.out), kb.asp.encode())
     lines = [
         f"{r['target']}: {r['facts']} facts, {r['rules']} ASP rules ({r['doc_rules']} legality rules) from {r['doc']}"
         f" [{'cached' if r['cached'] else 'built'} in {r['seconds']:.3f}s]"
