@@ -18,7 +18,7 @@ install: $(STAMP)
 
 # Main job on the embedded defaults: no network, no API key.
 # A guided search (cost guide, budget 32) of one representative instance per op family of
-# every target; the report is written to results/report.md.
+# every target; the report is written to results/bench/latest/report.md.
 run: install
 	$(BIN)/zomboss kb build
 	$(BIN)/zomboss workloads

@@ -61,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
         full = wl.id in args.verify
         mode = Mode.VERIFIED if full else Mode.TIMING
         inst = TARGET.instance(wl, params)
-        # fully simulated: the README's table compares the model's cycles, not their extrapolation
+        # fully simulated: the table in docs/targets/gemmini.md compares the model's cycles, not their extrapolation
         lib = run(inst, library_default(wl, cfg, preset.library), mode, preset=args.preset, extrapolate=False)
         exo = run(inst, exo_style(wl, cfg), mode, preset=args.preset, extrapolate=False)
         ratio = lib.cycles / exo.cycles

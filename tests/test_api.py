@@ -22,6 +22,7 @@ PLENA = ("plena", "rope_4x64")
         ({"time_limit": 0}, "time_limit=0"),
         ({"exhaustive": True, "verify": "none"}, "verifies its winner whole"),
         ({"params": {"nosuch": 1}}, "nosuch"),
+        ({"fresh": "yes"}, "fresh='yes'"),
     ],
 )
 def test_bad_options_are_one_clear_error(kwargs, message, tmp_path):

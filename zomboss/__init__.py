@@ -65,15 +65,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """A public name, imported from `zomboss.api` the first time it is asked for (`__version__`
-    read from the installed distribution's metadata then too: importlib.metadata is not cheap)."""
+    """A public name, imported from `zomboss.api` the first time it is asked for (`__version__`,
+    the installed distribution's, read then too: importlib.metadata is not cheap to import)."""
     if name == "__version__":
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            value = version("zomboss")
-        except PackageNotFoundError:  # a source tree on sys.path without an install
-            value = "0+unknown"
+        value = importlib.import_module("zomboss.util.version").version()
     elif name in __all__:
         value = getattr(importlib.import_module("zomboss.api"), name)
     else:

@@ -186,7 +186,7 @@ def solve(
     exhaustive: bool = False,
     time_limit: float | None = None,
     gap: float | None = None,
-    fresh: bool = False,
+    fresh: str | None = None,
     verify: str = "auto",
     samples: int = 8,
     db: str | Path | None = None,
@@ -206,7 +206,8 @@ def solve(
     seconds, stop at a proven relative `gap`). Candidate-0 and the winner are verified as `verify`
     says (an exhaustive run verifies whole: "auto" or "full"). The result is stored in the results
     store (`db`, default `results_db()`) under the same kind as the command line's, and every
-    simulation as it completes, so a rerun repeats nothing unless `fresh=True`.
+    simulation as it completes, so a rerun repeats nothing unless `fresh` is "kind" (forget this
+    kind of run's stored results first: guided or exhaustive) or "all" (every kind's).
 
     The `llm_*` keywords configure `guide="llm"` (endpoint, model, per-request timeout, rounds,
     record / replay files; `$OPENAI_BASE_URL` and `$ZOMBOSS_LLM_MODEL` otherwise). `status` is
@@ -225,6 +226,8 @@ def solve(
         raise ZombossError(f"time_limit={time_limit}: expected a number of seconds > 0")
     if gap is not None and not 0 <= gap < 1:
         raise ZombossError(f"gap={gap}: expected a fraction in [0, 1)")
+    if fresh not in (None, "kind", "all"):
+        raise ZombossError(f"fresh={fresh!r}: expected None, 'kind' or 'all'")
     if guide not in GUIDE_NAMES:
         raise ZombossError(f"guide={guide!r}: expected one of {', '.join(GUIDE_NAMES)}")
     t, wl = _instance(target, workload)
@@ -232,8 +235,8 @@ def solve(
     store = Store(results_db(db))
     try:
         config = config_key(t.name, overrides)
-        if fresh:
-            store.forget(t.name, wl.id, config)
+        if fresh is not None:  # the family `solve --fresh` forgets (zomboss.app.cli.fresh_family)
+            store.forget(t.name, wl.id, config, "all" if fresh == "all" else ("exhaustive" if exhaustive else "guided"))
         if exhaustive:
             if verify in ("sampled", "none"):
                 raise ZombossError(f"verify={verify!r}: an exhaustive run verifies its winner whole (full or auto)")

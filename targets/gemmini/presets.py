@@ -216,7 +216,7 @@ FIRESIM_F1_LLC = Preset(
     # cpu_issue is not identifiable from these loop_ws kernels (a few dozen CPU instructions
     # each); it stays at the reference's assumed 4 cycles (§5.2 c_cpu) and was not fitted.
     # Validation on the measured explicit tilings and held-out library rows (never fitted):
-    # scripts/validate_dosa_tilings.py, README "Gemmini timing".
+    # scripts/validate_dosa_tilings.py, docs/targets/gemmini-timing.md.
     cpu_issue=4.0,
     rd_latency=58.0,
     wr_latency=58.0,

@@ -1,5 +1,5 @@
 """scripts/validate_dosa_tilings.py: its statistics and options (the validation itself is a script
-run, reported in the README)."""
+run, reported in docs/targets/gemmini-timing.md)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,14 @@
 """The command line's argument types: numbers and id lists checked by the parser, so a bad
-flag is refused with argparse's one-line message before any work starts."""
+flag is refused with argparse's one-line message before any work starts; the help formatter
+that states every default; `--version`."""
 
 from __future__ import annotations
 
 import argparse
+import textwrap
 from collections.abc import Callable
+
+from zomboss.util.version import version_line
 
 MAX_WORKERS = 64  # a process pool beyond this forks more than any machine here runs at once
 
@@ -54,3 +58,36 @@ def fraction(text: str) -> float:
     if not 0.0 <= v <= 1.0:
         raise argparse.ArgumentTypeError(f"expected a fraction between 0 and 1, got {text}")
     return v
+
+
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Every help text states its default, "(default: X)", unless it says it already or there
+    is none to state (a switch, an unset option whose help says what happens then)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if "default" in text or not states_default(action):
+            return text
+        return super()._get_help_string(action)
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        """Wrapped at spaces only: a path (`zomboss-test/results`) stays whole."""
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False, break_long_words=False)
+
+
+def states_default(action: argparse.Action) -> bool:
+    """Whether an argument has a default worth stating (not a switch's False, not unset)."""
+    d = action.default
+    return not (d is None or d is False or d is argparse.SUPPRESS or (isinstance(d, list) and not d))
+
+
+class VersionAction(argparse.Action):
+    """`--version`: the version and commit (zomboss.util.version), looked up only when asked
+    for, since the commit takes a git call."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: object) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help="print the version and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(version_line())
+        parser.exit()

@@ -19,6 +19,7 @@ from typing import Any
 
 from zomboss.errors import ZombossError
 from zomboss.results import Store
+from zomboss.results.store import kind_family
 from zomboss.target import config_key, get_target, target_names
 
 
@@ -149,16 +150,18 @@ def run_bench(
     ray_address: str | None = None,
     params: Mapping[str, int] | None = None,
     guide_options: Mapping[str, Any] | None = None,
-    fresh: bool = False,
+    fresh: str | None = None,
     progress: bool = True,
 ) -> dict[tuple[str, str], dict[str, Any]]:
-    """Run every pair not already in the store under this config; returns the payload per pair."""
+    """Run every pair not already in the store under this config; returns the payload per pair.
+    `fresh` forgets stored runs first: "kind" those of this kind's family, "all" every kind's."""
     params = dict(params or {})
     store = Store(db)
     keys = {t: config_key(t, params) for t in {p[0] for p in pairs}}
     if fresh:
+        family = "all" if fresh == "all" else kind_family(kind)
         for t, w in pairs:
-            store.forget(t, w, keys[t])
+            store.forget(t, w, keys[t], family)
     results: dict[tuple[str, str], dict[str, Any]] = {}
     todo: list[BenchJob] = []
     for t, w in pairs:
@@ -173,10 +176,16 @@ def run_bench(
         store.release(job.target, job.workload, kind, keys[job.target])
         results[(job.target, job.workload)] = payload
 
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), disable=not progress
+    with Progress(  # on stderr: stdout carries the results alone
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        disable=not progress,
     ) as bar:
         task = bar.add_task(f"bench {kind}", total=len(todo))
         mine = [j for j in todo if store.claim(j.target, j.workload, kind, keys[j.target])]

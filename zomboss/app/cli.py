@@ -3,23 +3,26 @@
 Every error a user can cause ends as one clear message and a non-zero exit code, never a
 traceback (set ZOMBOSS_DEBUG=1 to see one for internal errors).
 
-One module of about 730 lines on purpose: one thin handler per command beside the parser that
-names them, so a command's flags and what it does with them read together; the work is in the
-packages the handlers call, the argument types in `arguments`, the progress lines in `display`.
+One module of about 1,000 lines on purpose: one thin handler per command beside the parser that
+names them, so a command's flags (each with a help text stating its default) and what it does
+with them read together; the work is in the packages the handlers call, the argument types and
+the help formatter in `arguments`, the progress lines, tables and file lists in `display`.
+Every file a command writes is listed in its text output and in its JSON's `files`.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from zomboss.app.arguments import MAX_WORKERS, count, fraction, ids, seconds
+from zomboss.app.arguments import MAX_WORKERS, HelpFormatter, VersionAction, count, fraction, ids, seconds
 from zomboss.errors import ZombossError
 from zomboss.solvers.guides import GUIDE_NAMES
 from zomboss.util import MAX_INSTRUCTIONS
@@ -49,23 +52,31 @@ def _emit(args: argparse.Namespace, data: Any, text: str) -> None:
 
 
 def cmd_kb_build(args: argparse.Namespace) -> int:
+    from zomboss.results.report import publish
     from zomboss.target import resolve_kb, target_names
-    from zomboss.util import atomic_write
 
     names = args.targets or list(target_names())
     if args.out and len(names) != 1:
         raise ZombossError("--out writes one KB: name exactly one target or doc")
     overrides = _param_overrides(args.param)
     report = []
+    files = [str(args.out)] if args.out else []
     for name in names:
         t0 = time.perf_counter()
         kb = resolve_kb(name, overrides, use_cache=not args.no_cache)
         dt = time.perf_counter() - t0
         report.append(
-            {"target": kb.target, "doc": kb.doc.path, **kb.counts, "cached": kb.from_cache, "seconds": round(dt, 4)}
+            {
+                "target": kb.target,
+                "doc": kb.doc.path,
+                **kb.counts,
+                "cached": kb.from_cache,
+                "seconds": round(dt, 4),
+                "files": files,
+            }
         )
         if args.out:
-            atomic_write(Path(args.out), kb.asp.encode())
+            publish(Path(args.out), kb.asp.encode())
     lines = [
         f"{r['target']}: {r['facts']} facts, {r['rules']} ASP rules ({r['doc_rules']} legality rules) from {r['doc']}"
         f" [{'cached' if r['cached'] else 'built'} in {r['seconds']:.3f}s]"
@@ -115,15 +126,15 @@ def cmd_workloads(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    from rich.console import Console
-    from rich.table import Table
+    from zomboss.app.display import plain_wanted, print_table
 
-    table = Table(title="suite instances")
-    for col in ("target", "id", "op", "shape"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(r["target"], r["id"], r["op"], ",".join(f"{k}={v}" for k, v in r["shape"].items()))
-    Console().print(table)
+    print_table(
+        "suite instances",
+        ("target", "id", "op", "shape"),
+        [(r["target"], r["id"], r["op"], ",".join(f"{k}={v}" for k, v in r["shape"].items())) for r in rows],
+        plain=plain_wanted(args.plain),
+        ids=("target", "id", "op"),
+    )
     return 0
 
 
@@ -208,8 +219,8 @@ def cmd_solve(args: argparse.Namespace) -> int:
     params = _param_overrides(args.param)
     store = Store(_db(args))
     config = config_key(t.name, params)
-    if args.fresh:
-        store.forget(t.name, wl.id, config)
+    if args.fresh:  # "kind": only this kind of run's results; "all": every kind's
+        store.forget(t.name, wl.id, config, "all" if args.fresh == "all" else fresh_family(args))
     if args.exhaustive:
         from zomboss.solvers.exhaustive import exhaustive
 
@@ -233,6 +244,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         kind = solve_kind(args.guide, args.budget, args.seed, res.verified_by)
     d = res.to_json()
     d["db"] = str(store.path)
+    d["files"] = written_by_store(store.path, args)
     fell_back = res.guide_note.startswith("fell back")
     d["guide_ran"] = f"{res.guide}→cost" if fell_back else res.guide  # what actually proposed the kernels
     store.put(t.name, wl.id, kind, config, bool(res.verified), d)
@@ -267,6 +279,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
             "db",
         ]
         lines = [f"{k:>18}: {d[k]}" for k in keys if d.get(k) not in (None, "")]
+        lines.append(f"{'files':>18}: {', '.join(d['files'])}")
         lines.append(f"{'mapping':>18}: {json.dumps(d['mapping'])}")
         lines.append(f"{'breakdown':>18}: default {d['breakdown_default']} -> best {d['breakdown']}")
         if d.get("rejected"):
@@ -278,6 +291,18 @@ def cmd_solve(args: argparse.Namespace) -> int:
         print("zomboss: --strict-llm: the LLM guide fell back to the cost guide (exit 3)", file=sys.stderr)
         return 3
     return 1 if res.verified is False else 0  # null: timed only (--verify none), as the result says
+
+
+def written_by_store(db: Path, args: argparse.Namespace) -> list[str]:
+    """The files a `solve` or `direct` run writes: the results store, and the LLM recording
+    when --llm-record asks for one."""
+    record = getattr(args, "llm_record", None)
+    return [str(db)] + ([str(record)] if record else [])
+
+
+def fresh_family(args: argparse.Namespace) -> str:
+    """The family of stored runs `solve --fresh` forgets (zomboss.results.store.kind_family)."""
+    return "exhaustive" if args.exhaustive else "guided"
 
 
 def solve_kind(guide: str, budget: int, seed: int, verified_by: str) -> str:
@@ -320,6 +345,7 @@ def cmd_direct(args: argparse.Namespace) -> int:
     store = Store(_db(args))
     store_direct(store, res, config_key(t.name, params))
     d["db"] = str(store.path)
+    d["files"] = written_by_store(store.path, args)
     store.close()
     text = "\n".join(
         f"{k:>14}: {d[k]}"
@@ -338,7 +364,7 @@ def cmd_direct(args: argparse.Namespace) -> int:
         )
         if d.get(k) is not None
     )
-    _emit(args, d, text + f"\n{'usage':>14}: {d['usage']}")
+    _emit(args, d, text + f"\n{'usage':>14}: {d['usage']}\n{'files':>14}: {', '.join(d['files'])}")
     return 0 if res.verified else 1
 
 
@@ -356,6 +382,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from zomboss.app.display import files_text
     from zomboss.target import get_target
     from zomboss.util import output_file
 
@@ -365,15 +392,45 @@ def cmd_export(args: argparse.Namespace) -> int:
     output = output_file(Path(args.output))
     if args.best:
         mapping, winner = _best_mapping(t, wl, params, _db(args))
-        out = t.export(wl, output, params, mapping)
+        with written_beside(output) as files:
+            out = t.export(wl, output, params, mapping)
         how = "" if winner["verified_by"] == "full" else f", verified on {winner['verified_by']} output blocks only"
         text = f"wrote {out} (the winner of {winner['kind']}: {winner['cycles']:,} cycles, {winner['speedup']}x{how})"
-        _emit(args, {"target": args.target, "workload": wl.id, "path": str(out), "best": winner}, text)
+        others = [f for f in files if f != str(out)]
+        text += ("\n" + files_text(others)) if others else ""
+        _emit(args, {"target": args.target, "workload": wl.id, "path": str(out), "best": winner, "files": files}, text)
         return 0
     mapping = _read_mapping(t, wl, Path(args.mapping), params) if args.mapping else None
-    out = t.export(wl, output, params, mapping)
-    _emit(args, {"target": args.target, "workload": wl.id, "path": str(out)}, f"wrote {out}")
+    with written_beside(output) as files:
+        out = t.export(wl, output, params, mapping)
+    _emit(args, {"target": args.target, "workload": wl.id, "path": str(out), "files": files}, files_text(files))
     return 0
+
+
+@contextlib.contextmanager
+def written_beside(output: Path) -> Iterator[list[str]]:
+    """The files an export writes: `output` and the companions a target writes next to it
+    (Gemmini's `k.asm` and `k.asm.json` beside `k.c`, a sidecar, native encodings), found as the
+    files of that folder named after `output` that are new or changed once the export is done.
+    The list is filled when the block ends, `output` first."""
+    folder, stem = output.parent, output.name.split(".")[0]
+
+    def snapshot() -> dict[str, tuple[int, int, int]]:
+        if not folder.is_dir():
+            return {}
+        return {
+            p.name: (st.st_mtime_ns, st.st_size, st.st_ino)
+            for p in folder.iterdir()
+            if p.name.startswith(stem) and p.is_file()
+            for st in (p.stat(),)
+        }
+
+    before, t0 = snapshot(), time.time_ns()
+    files: list[str] = []
+    yield files
+    after = snapshot()
+    changed = sorted(n for n, st in after.items() if n != output.name and (before.get(n) != st or st[0] >= t0))
+    files += [str(output)] + [str(folder / n) for n in changed]
 
 
 def _best_mapping(t: Any, wl: Any, params: dict[str, int], db: Path) -> tuple[Any, dict[str, Any]]:
@@ -410,8 +467,9 @@ def _best_mapping(t: Any, wl: Any, params: dict[str, int], db: Path) -> tuple[An
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from zomboss.app.bench import DIRECT, kind_of, run_bench, select, suites_for
-    from zomboss.results import Store, compare_rows, rows_of, write_report
+    from zomboss.app.bench import DIRECT, instance_options, kind_of, run_bench, select, suites_for
+    from zomboss.app.display import files_text, plain_wanted, print_table
+    from zomboss.results import Store, compare_rows, point_latest, rows_of, run_folder, write_report
     from zomboss.target import config_key, get_target
     from zomboss.util import results_dir
 
@@ -458,7 +516,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.compare_direct:
         direct_rows = compare_rows({p: results[p] for p in pairs if p in results}, bench(DIRECT))
         wall = time.perf_counter() - t0
-    folder = Path(args.report) if args.report else results_dir()
+    # a folder of its own per run (and `latest` pointing at it), unless --report names one
+    folder = Path(args.report) if args.report else run_folder(results_dir() / "bench", kind, args.suite, args.subset)
     config = {
         "kind": kind,
         "suites": ", ".join(suites),
@@ -468,35 +527,59 @@ def cmd_bench(args: argparse.Namespace) -> int:
         "store": str(db),
         "wall time": f"{wall:.1f} s",
     }
-    report = write_report(rows, folder, "Zomboss bench report", config, direct=direct_rows)
+    written = write_report(rows, folder, "Zomboss bench report", config, direct=direct_rows)
+    report = written.path
+    files = [str(db), *map(str, written.files)]
+    if not args.report:
+        files.append(str(point_latest(folder)))
+    if args.llm_record:  # one recording per instance and run (bench.instance_options)
+        runs = ["solve"] + ([DIRECT] if direct_rows is not None else [])
+        for t, w in pairs:
+            for what in runs:
+                rec = Path(instance_options({"record": args.llm_record}, t, w, what)["record"])
+                if rec.exists():
+                    files.append(str(rec))
     if args.json:
         print(
             json.dumps(
-                {"db": str(db), "report": str(report), "wall_s": wall, "results": rows, "direct": direct_rows},
+                {
+                    "db": str(db),
+                    "report": str(report),
+                    "wall_s": wall,
+                    "results": rows,
+                    "direct": direct_rows,
+                    "files": files,
+                    "plots_note": written.note,
+                },
                 indent=2,
                 default=str,
             )
         )
     else:
-        from rich.console import Console
-        from rich.table import Table
-
-        table = Table(title=f"{kind} ({db})")
-        for col in ("target", "workload", "verified", "default", "best", "speedup", "bound/best", "sims", "wall s"):
-            table.add_column(col, justify="left" if col in ("target", "workload") else "right")
+        cells = []
         for r in rows:
-            table.add_row(
-                r["target"],
-                r["workload"],
-                "yes" if r["verified"] else ("ERROR" if r["error"] else "no"),
-                str(r["default"] or "-"),
-                str(r["best"] or "-"),
-                f"{r['speedup']:.3f}" if r["speedup"] else "-",
-                f"{r['pct_bound']:.1%}" if r["pct_bound"] else "-",
-                str(r["simulations"] if r["simulations"] is not None else "-"),
-                f"{r['wall_s'] or 0:.1f}",
+            cells.append(
+                (
+                    r["target"],
+                    r["workload"],
+                    "yes" if r["verified"] else ("ERROR" if r["error"] else "no"),
+                    str(r["default"] or "-"),
+                    str(r["best"] or "-"),
+                    f"{r['speedup']:.3f}" if r["speedup"] else "-",
+                    f"{r['pct_bound']:.1%}" if r["pct_bound"] else "-",
+                    str(r["simulations"] if r["simulations"] is not None else "-"),
+                    f"{r['wall_s'] or 0:.1f}",
+                )
             )
-        Console().print(table)
+        columns = ("target", "workload", "verified", "default", "best", "speedup", "bound/best", "sims", "wall s")
+        print_table(
+            f"{kind} ({db})",
+            columns,
+            cells,
+            plain=plain_wanted(args.plain),
+            ids=("target", "workload"),
+            right=columns[2:],
+        )
         for r in rows:
             if r["error"]:
                 print(f"{r['target']}:{r['workload']}: {r['error']}")
@@ -505,22 +588,86 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
             for line in compare_summary(direct_rows):
                 print(line)
+        if written.note:
+            print(written.note)
         print(f"{sum(r['verified'] for r in rows)}/{len(rows)} verified; report: {report}; bench wall time {wall:.1f}s")
+        print(files_text(files))
     return 0 if rows and all(r["verified"] for r in rows) else 1
 
 
 # ---- parser -------------------------------------------------------------------------------------
 
 
+def cmd_info(args: argparse.Namespace) -> int:
+    """Where Zomboss keeps things and what it can do here: version, commit, folders, targets,
+    optional extras."""
+    import platform
+
+    from zomboss.knowledge.cache import cache_dir
+    from zomboss.target import target_names
+    from zomboss.util import results_dir
+    from zomboss.util.version import EXTRAS, commit, extras, version
+
+    have = extras()
+    names = list(target_names())
+    info: dict[str, Any] = {
+        "version": version(),
+        "commit": commit(),
+        "python": platform.python_version(),
+        "kb_cache": str(cache_dir()),
+        "results": str(results_dir()),
+        "db": str(results_dir() / "zomboss.sqlite"),
+        "bench_reports": str(results_dir() / "bench"),
+        "targets": names,
+        "extras": have,
+    }
+    extra_text = ", ".join(
+        f"{name} ({'+'.join(EXTRAS[name])}): " + ("yes" if ok else f"no, pip install 'zomboss[{name}]'")
+        for name, ok in have.items()
+    )
+    text = "\n".join(
+        [
+            f"{'version':>13}: {info['version']}",
+            f"{'commit':>13}: {info['commit'] or 'unknown (not a git checkout)'}",
+            f"{'python':>13}: {info['python']}",
+            f"{'KB cache':>13}: {info['kb_cache']}",
+            f"{'results':>13}: {info['results']}",
+            f"{'results store':>13}: {info['db']}",
+            f"{'bench reports':>13}: {info['bench_reports']} (latest: {info['bench_reports']}/latest)",
+            f"{'targets':>13}: {', '.join(names)}",
+            f"{'extras':>13}: {extra_text}",
+        ]
+    )
+    _emit(args, info, text)
+    return 0
+
+
+# The metavars every command uses for the same kind of value.
+TARGET, WORKLOAD = "TARGET", "WORKLOAD"
+WORKLOAD_HELP = "a suite id (see `zomboss workloads`) or OP:KEY=VALUE,... (e.g. matmul:M=64,N=64,K=64)"
+VERIFY_CHOICES = ("auto", "full", "sampled", "none")
+
+
 def build_parser() -> argparse.ArgumentParser:
+    """The `zomboss` parser: every argument has a help text that states its default."""
+    from zomboss.util import results_dir
+
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument(
         "--param", action="append", default=[], metavar="NAME=VALUE", help="override a doc parameter (repeatable)"
     )
     common.add_argument("--json", action="store_true", help="print JSON")
+    common.add_argument(
+        "--plain",
+        action="store_true",
+        help="plain text tables (no borders, colours or folding); automatic when stdout is not a terminal",
+    )
     store = argparse.ArgumentParser(add_help=False)
     store.add_argument(
-        "--db", default=None, metavar="FILE", help="results store (default: $ZOMBOSS_RESULTS or results/)"
+        "--db",
+        default=None,
+        metavar="FILE",
+        help=f"results store (default: {results_dir() / 'zomboss.sqlite'}, from $ZOMBOSS_RESULTS when set)",
     )
     budget = argparse.ArgumentParser(add_help=False)
     budget.add_argument(
@@ -531,10 +678,16 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"stop after N executed instructions (default {MAX_INSTRUCTIONS:,}; hardware loops count every iteration)",
     )
     llm = argparse.ArgumentParser(add_help=False)  # the LLM guide's and the direct baseline's endpoint
-    llm.add_argument("--llm-base-url", default=None, help="OpenAI-compatible endpoint (or $OPENAI_BASE_URL)")
-    llm.add_argument("--llm-model", default=None, help="model name (or $ZOMBOSS_LLM_MODEL)")
-    llm.add_argument("--llm-timeout", type=float, default=None, metavar="S", help="seconds per request")
-    llm.add_argument("--llm-max-rounds", type=int, default=None, metavar="N", help="guide rounds per search")
+    llm.add_argument(
+        "--llm-base-url", default=None, metavar="URL", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)"
+    )
+    llm.add_argument("--llm-model", default=None, metavar="NAME", help="model name (default: $ZOMBOSS_LLM_MODEL)")
+    llm.add_argument(
+        "--llm-timeout", type=float, default=None, metavar="S", help="seconds per request (default: the client's)"
+    )
+    llm.add_argument(
+        "--llm-max-rounds", type=int, default=None, metavar="N", help="guide rounds per search (default: the guide's)"
+    )
     llm.add_argument(
         "--llm-record",
         default=None,
@@ -544,26 +697,46 @@ def build_parser() -> argparse.ArgumentParser:
     llm.add_argument("--llm-replay", default=None, metavar="FILE.jsonl", help="replay the calls --llm-record wrote")
 
     p = argparse.ArgumentParser(
-        prog="zomboss", description="Verified kernels for new accelerators from literate ISA docs."
+        prog="zomboss",
+        description="Verified kernels for new accelerators from literate ISA docs.",
+        formatter_class=HelpFormatter,
     )
-    sub = p.add_subparsers(dest="cmd", required=True)
+    p.add_argument("--version", action=VersionAction)
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
-    kb = sub.add_parser("kb", help="the knowledge base: build, query, check")
-    kbs = kb.add_subparsers(dest="kbcmd", required=True)
-    b = kbs.add_parser("build", parents=[common], help="parse docs, write the KB artifact, print fact/rule counts")
-    b.add_argument("targets", nargs="*", metavar="TARGET|DOC.md")
+    kb = sub.add_parser("kb", help="the knowledge base: build, query, check", formatter_class=HelpFormatter)
+    kbs = kb.add_subparsers(dest="kbcmd", required=True, metavar="KBCOMMAND")
+    b = kbs.add_parser(
+        "build",
+        parents=[common],
+        help="parse docs, write the KB artifact, print fact/rule counts",
+        formatter_class=HelpFormatter,
+    )
+    b.add_argument(
+        "targets", nargs="*", metavar="TARGET|DOC.md", help="registered targets or doc paths (default: every target)"
+    )
     b.add_argument("--out", metavar="FILE.lp", help="write the self-contained ASP program (loads in stock clingo)")
     b.add_argument("--no-cache", action="store_true", help="rebuild even if a cached artifact exists")
     b.set_defaults(fn=cmd_kb_build)
-    q = kbs.add_parser("query", parents=[common], help="print the KB atoms matching an ASP atom pattern")
-    q.add_argument("target", metavar="TARGET|DOC.md")
+    q = kbs.add_parser(
+        "query", parents=[common], help="print the KB atoms matching an ASP atom pattern", formatter_class=HelpFormatter
+    )
+    q.add_argument("target", metavar="TARGET|DOC.md", help="a registered target or the path of a doc")
     q.add_argument("atom", metavar="ATOM", help="e.g. 'param(dim,V)', 'capacity(M,R)', 'rule(Id)'")
     q.set_defaults(fn=cmd_kb_query)
     c = kbs.add_parser(
-        "check", parents=[common, budget], help="check a mapping (.json) or a program; exit 1 if illegal"
+        "check",
+        parents=[common, budget],
+        help="check a mapping (.json) or a program; exit 1 if illegal",
+        formatter_class=HelpFormatter,
     )
-    c.add_argument("target")
-    c.add_argument("file")
+    c.add_argument("target", metavar="TARGET|DOC.md", help="a registered target or the path of a doc")
+    c.add_argument(
+        "file",
+        metavar="FILE",
+        help='a mapping (.json: {"workload": ..., "mapping": ...}, the mapping of `zomboss default '
+        "TARGET WORKLOAD --json`) or a program file",
+    )
     c.add_argument(
         "--asp-limit",
         type=int,
@@ -573,16 +746,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.set_defaults(fn=cmd_kb_check)
 
-    w = sub.add_parser("workloads", parents=[common], help="list the suite instances")
-    w.add_argument("target", nargs="?")
+    w = sub.add_parser("workloads", parents=[common], help="list the suite instances", formatter_class=HelpFormatter)
+    w.add_argument("target", nargs="?", metavar=TARGET, help="one target's suite (default: every target's)")
     w.set_defaults(fn=cmd_workloads)
 
-    d = sub.add_parser("default", parents=[common], help="Candidate-0: the compiler default, simulated and verified")
-    d.add_argument("target")
-    d.add_argument("workload", help="suite id (e.g. mm512) or OP:KEY=VALUE,...")
+    d = sub.add_parser(
+        "default",
+        parents=[common],
+        help="Candidate-0: the compiler default, simulated and verified",
+        formatter_class=HelpFormatter,
+    )
+    d.add_argument("target", metavar=TARGET, help="a registered target (see `zomboss info`)")
+    d.add_argument("workload", metavar=WORKLOAD, help=WORKLOAD_HELP)
     d.add_argument(
         "--verify",
-        choices=("auto", "full", "sampled", "none"),
+        choices=VERIFY_CHOICES,
         default="auto",
         help="full: functional simulation against NumPy; none: timing only (steady loops extrapolated); "
         "sampled: timing only, and --samples output blocks (the first, the last, random ones) "
@@ -590,46 +768,71 @@ def build_parser() -> argparse.ArgumentParser:
         "auto (default): full unless the operands are too large to allocate or the kernel executes "
         "more than 20M instructions (then timing only, and the result says why)",
     )
-    d.add_argument("--samples", type=count(1), default=8, help="output blocks --verify sampled checks (default 8)")
-    d.add_argument("--seed", type=int, default=0, help="the seed of the sampled blocks and their inputs")
+    d.add_argument(
+        "--samples", type=count(1), default=8, metavar="N", help="output blocks --verify sampled checks (default 8)"
+    )
+    d.add_argument("--seed", type=int, default=0, metavar="N", help="the seed of the sampled blocks and their inputs")
     d.set_defaults(fn=cmd_default)
 
-    sp = sub.add_parser("space", parents=[common], help="the mapping space: knobs, domains, constraints, skeletons")
-    sp.add_argument("target")
-    sp.add_argument("workload", help="suite id or OP:KEY=VALUE,...")
+    sp = sub.add_parser(
+        "space",
+        parents=[common],
+        help="the mapping space: knobs, domains, constraints, skeletons",
+        formatter_class=HelpFormatter,
+    )
+    sp.add_argument("target", metavar=TARGET, help="a registered target (see `zomboss info`)")
+    sp.add_argument("workload", metavar=WORKLOAD, help=WORKLOAD_HELP)
     sp.add_argument(
         "--count-seconds", type=seconds, default=4.0, metavar="S", help="CP-SAT budget for counting legal mappings"
     )
     sp.set_defaults(fn=cmd_space)
 
-    so = sub.add_parser("solve", parents=[common, store, llm], help="guided search for a faster verified kernel")
+    so = sub.add_parser(
+        "solve",
+        parents=[common, store, llm],
+        help="guided search for a faster verified kernel",
+        formatter_class=HelpFormatter,
+    )
     so.add_argument(
         "--strict-llm",
         action="store_true",
         help="with --guide llm: exit 3 if the LLM guide fell back to the cost guide (the kernel is still stored)",
     )
-    so.add_argument("target")
-    so.add_argument("workload", help="suite id or OP:KEY=VALUE,...")
-    so.add_argument("--guide", default="cost", choices=GUIDE_NAMES)
+    so.add_argument("target", metavar=TARGET, help="a registered target (see `zomboss info`)")
+    so.add_argument("workload", metavar=WORKLOAD, help=WORKLOAD_HELP)
+    so.add_argument("--guide", default="cost", choices=GUIDE_NAMES, help="what proposes the candidates")
     so.add_argument(
         "--budget", type=count(1), default=32, metavar="N", help="timing-only simulations of searched candidates"
     )
-    so.add_argument("--seed", type=int, default=0)
+    so.add_argument("--seed", type=int, default=0, metavar="N", help="the search's seed")
     so.add_argument("--exhaustive", action="store_true", help="simulate or prune (sound bound) every legal mapping")
     so.add_argument(
-        "--time-limit", type=seconds, default=None, metavar="S", help="stop an exhaustive run after S seconds"
+        "--time-limit",
+        type=seconds,
+        default=None,
+        metavar="S",
+        help="stop an exhaustive run after S seconds (default: no limit)",
     )
     so.add_argument(
         "--gap",
         type=fraction,
         default=None,
         metavar="G",
-        help="stop an exhaustive run once the incumbent is proven within G (a fraction, 0.02 = 2%%) of the optimum",
+        help="stop an exhaustive run once the incumbent is proven within G (a fraction, 0.02 = 2%%) of the optimum "
+        "(default: run to the optimum)",
     )
-    so.add_argument("--fresh", action="store_true", help="forget this instance's stored simulations first")
+    so.add_argument(
+        "--fresh",
+        nargs="?",
+        const="kind",
+        default=None,
+        choices=("kind", "all"),
+        help="forget this instance's stored results and simulations first: of this kind of run only "
+        "(guided or exhaustive; `--fresh` alone), or of every kind (`--fresh=all`) (default: keep them)",
+    )
     so.add_argument(
         "--verify",
-        choices=("auto", "full", "sampled", "none"),
+        choices=VERIFY_CHOICES,
         default="auto",
         help="how Candidate-0 and the winner are verified (candidates are timed only): full: functional "
         "simulation against NumPy on two input seeds; sampled: --samples output blocks per seed simulated "
@@ -637,29 +840,56 @@ def build_parser() -> argparse.ArgumentParser:
         "auto (default): full unless the operands are too large to allocate, then sampled (the result's "
         "verified_by and verify_reason say which and why)",
     )
-    so.add_argument("--samples", type=int, default=8, help="output blocks --verify sampled checks per seed (default 8)")
+    so.add_argument(
+        "--samples", type=int, default=8, metavar="N", help="output blocks --verify sampled checks per seed (default 8)"
+    )
     so.set_defaults(fn=cmd_solve)
 
     dr = sub.add_parser(
-        "direct", parents=[common, store, llm], help="direct-generation baseline: an LLM writes the program"
+        "direct",
+        parents=[common, store, llm],
+        help="direct-generation baseline: an LLM writes the program",
+        formatter_class=HelpFormatter,
     )
-    dr.add_argument("target")
-    dr.add_argument("workload", help="suite id or OP:KEY=VALUE,...")
+    dr.add_argument("target", metavar=TARGET, help="a registered target (see `zomboss info`)")
+    dr.add_argument("workload", metavar=WORKLOAD, help=WORKLOAD_HELP)
     dr.add_argument("--iterations", type=int, default=None, metavar="N", help="model turns (default 15/20/25 by level)")
-    dr.add_argument("--seed", type=int, default=0)
+    dr.add_argument("--seed", type=int, default=0, metavar="N", help="the client's seed")
     dr.set_defaults(fn=cmd_direct)
 
-    s = sub.add_parser("simulate", parents=[common, budget], help="run a program file on the simulator and verify it")
-    s.add_argument("target")
-    s.add_argument("program")
+    s = sub.add_parser(
+        "simulate",
+        parents=[common, budget],
+        help="run a program file on the simulator and verify it",
+        formatter_class=HelpFormatter,
+    )
+    s.add_argument("target", metavar=TARGET, help="a registered target (see `zomboss info`)")
+    s.add_argument(
+        "program", metavar="PROGRAM", help="a program file with its sidecar beside it (what `zomboss export` writes)"
+    )
     s.set_defaults(fn=cmd_simulate)
 
-    e = sub.add_parser("export", parents=[common, store], help="write the kernel in the target's native form")
-    e.add_argument("target")
-    e.add_argument("workload")
-    e.add_argument("-o", "--output", required=True, metavar="FILE")
+    e = sub.add_parser(
+        "export",
+        parents=[common, store],
+        help="write the kernel in the target's native form",
+        formatter_class=HelpFormatter,
+    )
+    e.add_argument("target", metavar=TARGET, help="a registered target (see `zomboss info`)")
+    e.add_argument("workload", metavar=WORKLOAD, help=WORKLOAD_HELP)
+    e.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="FILE",
+        help="the kernel file; a target may write companions next to it (all are listed)",
+    )
     which = e.add_mutually_exclusive_group()
-    which.add_argument("--mapping", metavar="FILE.json", help="export this mapping's kernel instead of Candidate-0")
+    which.add_argument(
+        "--mapping",
+        metavar="FILE.json",
+        help="export this mapping's kernel (default: Candidate-0's)",
+    )
     which.add_argument(
         "--best",
         action="store_true",
@@ -667,19 +897,31 @@ def build_parser() -> argparse.ArgumentParser:
         "and preset (refused when there is none: run `zomboss solve` first)",
     )
     e.set_defaults(fn=cmd_export)
-    bn = sub.add_parser("bench", parents=[common, store, llm], help="search every suite instance: results DB + report")
-    bn.add_argument("--suite", default="all", help="a target name, or all")
-    bn.add_argument("--guide", default="cost", choices=GUIDE_NAMES)
-    bn.add_argument("--budget", type=count(1), default=32, metavar="N")
-    bn.add_argument("--seed", type=int, default=0)
+    bn = sub.add_parser(
+        "bench",
+        parents=[common, store, llm],
+        help="search every suite instance: results DB + report",
+        formatter_class=HelpFormatter,
+    )
+    bn.add_argument("--suite", default="all", metavar="TARGET|all", help="a target's suite, or every target's")
+    bn.add_argument("--guide", default="cost", choices=GUIDE_NAMES, help="what proposes the candidates")
+    bn.add_argument("--budget", type=count(1), default=32, metavar="N", help="timing-only simulations per instance")
+    bn.add_argument("--seed", type=int, default=0, metavar="N", help="the search's seed")
     bn.add_argument("--exhaustive", action="store_true", help="exhaustive branch and bound per instance")
-    bn.add_argument("--time-limit", type=seconds, default=None, metavar="S", help="per-instance limit for --exhaustive")
+    bn.add_argument(
+        "--time-limit",
+        type=seconds,
+        default=None,
+        metavar="S",
+        help="per-instance limit for --exhaustive (default: no limit)",
+    )
     bn.add_argument("--defaults-only", action="store_true", help="only Candidate-0 of every instance (no search)")
     bn.add_argument(
         "--workers",
         type=count(1, MAX_WORKERS),
         default=min(os.cpu_count() or 1, MAX_WORKERS),
-        help=f"local process pool size (1..{MAX_WORKERS}; default: the CPU count)",
+        metavar="N",
+        help=f"local process pool size (1..{MAX_WORKERS}; default: the CPU count, {os.cpu_count() or 1} here)",
     )
     bn.add_argument(
         "--ray",
@@ -687,8 +929,22 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ADDRESS",
         help="fan out over a Ray cluster at ADDRESS, or 'local' to start one for this run (zomboss[ray])",
     )
-    bn.add_argument("--report", default=None, metavar="DIR", help="where report.md and the plots go")
-    bn.add_argument("--fresh", action="store_true", help="forget stored results of these instances first")
+    bn.add_argument(
+        "--report",
+        default=None,
+        metavar="DIR",
+        help="write report.md and the plots into DIR (default: a new folder per run under "
+        f"{results_dir() / 'bench'}, named after its time, kind and suite, with `latest` pointing at it)",
+    )
+    bn.add_argument(
+        "--fresh",
+        nargs="?",
+        const="kind",
+        default=None,
+        choices=("kind", "all"),
+        help="forget stored results of these instances first: of this kind of run only (`--fresh` alone), "
+        "or of every kind (`--fresh=all`) (default: keep and reuse them)",
+    )
     bn.add_argument(
         "--only",
         action="extend",
@@ -703,6 +959,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --guide llm: also run the direct-generation baseline on every instance and report tokens and verified kernels of both",
     )
     bn.set_defaults(fn=cmd_bench)
+
+    i = sub.add_parser(
+        "info",
+        parents=[common],
+        help="version, commit, where the KB cache and the results are, targets, optional extras",
+        formatter_class=HelpFormatter,
+    )
+    i.set_defaults(fn=cmd_info)
     return p
 
 

@@ -1,12 +1,19 @@
-"""Progress on stderr: a rich status line a long command updates (the phase, simulations,
-incumbent, bound, gap, elapsed time), shown only on a terminal and never under --json, so a
-log or a pipe gets the result alone."""
+"""What the command line shows besides its results: progress on stderr (a rich status line a
+long command updates with the phase, simulations, incumbent, bound, gap and elapsed time, shown
+only on a terminal and never under --json, so a log or a pipe gets the result alone), tables
+that never cut an id (rich on a terminal, plain aligned columns when piped or under --plain),
+and the list of files a command wrote."""
 
 from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
 
 from zomboss.solvers.exhaustive import ExhaustiveProgress, relative_gap
 from zomboss.solvers.search import SolveProgress
@@ -19,8 +26,6 @@ def status_line(enabled: bool, first: str) -> Iterator[Callable[[str], None] | N
     if not enabled or not sys.stderr.isatty():
         yield None
         return
-    from rich.console import Console
-
     with Console(stderr=True).status(first) as status:
         yield status.update
 
@@ -51,3 +56,58 @@ def solve_display(enabled: bool) -> Iterator[Callable[[SolveProgress], None] | N
     """The guided search's status line (phase, simulations of the budget, best, elapsed)."""
     with status_line(enabled, "solve: starting") as update:
         yield None if update is None else (lambda p: update(solve_text(p)))
+
+
+def plain_wanted(plain: bool) -> bool:
+    """Plain text (no box drawing, no colour, no folding) under --plain or when stdout is not a
+    terminal, so a pipe or a file gets every cell whole, one row a line."""
+    return plain or not sys.stdout.isatty()
+
+
+def print_table(
+    title: str,
+    columns: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    *,
+    plain: bool,
+    ids: Sequence[str] = (),
+    right: Sequence[str] = (),
+    console: Console | None = None,
+) -> None:
+    """A table on stdout. The `ids` and the (numeric) `right` columns are never cut: plain
+    output pads every column to its widest cell; a rich table keeps those columns as wide as
+    their widest cell and folds the other cells (never an ellipsis) when the terminal is
+    narrow."""
+    if plain:
+        widths = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns)]
+
+        def line(cells: Sequence[str]) -> str:
+            return "  ".join(
+                cell.rjust(w) if col in right else cell.ljust(w)
+                for col, cell, w in zip(columns, cells, widths, strict=True)
+            ).rstrip()
+
+        print("\n".join([title, line(columns), *(line(r) for r in rows)]))
+        return
+    console = console or Console()
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)  # no side borders: room for the cells
+    widths = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns)]
+    need = sum(w if c in ids or c in right else len(c) for c, w in zip(columns, widths, strict=True))
+    numbers_whole = need + 3 * len(columns) <= console.width  # else numbers fold too, ids never
+    for col, widest in zip(columns, widths, strict=True):
+        whole = col in ids or (col in right and numbers_whole)  # ids and numbers read whole; text may fold
+        table.add_column(
+            col,
+            justify="right" if col in right else "left",
+            overflow="fold",
+            no_wrap=whole,
+            min_width=widest if whole else None,
+        )
+    for r in rows:
+        table.add_row(*r)
+    console.print(table)
+
+
+def files_text(files: Sequence[Path | str]) -> str:
+    """The files a command wrote, one a line, for its text output (its JSON has them as `files`)."""
+    return "\n".join(f"wrote {f}" for f in files)

@@ -7,18 +7,31 @@ store shared by `solve` and `bench` (`store`), and the bench report with its plo
 from __future__ import annotations
 
 from zomboss.results.records import KernelResult, Record, speedup
-from zomboss.results.report import compare_rows, compare_summary, markdown, read_best, rows_of, write_report
+from zomboss.results.report import (
+    WrittenReport,
+    compare_rows,
+    compare_summary,
+    markdown,
+    point_latest,
+    read_best,
+    rows_of,
+    run_folder,
+    write_report,
+)
 from zomboss.results.store import Store
 
 __all__ = [
     "KernelResult",
     "Record",
     "Store",
+    "WrittenReport",
     "compare_rows",
     "compare_summary",
     "markdown",
+    "point_latest",
     "read_best",
     "rows_of",
+    "run_folder",
     "speedup",
     "write_report",
 ]

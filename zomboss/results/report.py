@@ -1,5 +1,7 @@
-"""The bench report: `report.md` and two plots (speedup per instance; cycles against the bound)
-from the results rows of one bench configuration.
+"""The bench report: `report.md` and two plots (speedup per instance; cycles against the bound),
+each as PNG and SVG, from the results rows of one bench configuration, in a folder of its own
+per run (`run_folder`, with a `latest` pointer beside it). matplotlib is optional (the
+`zomboss[plot]` extra): without it the report is written without plots and says so.
 
 Speedups are over Candidate-0 and summarised as geometric means per target and per op family,
 next to published figures measured against other baselines on other platforms (said so in
@@ -11,15 +13,23 @@ space say how much was left.
 
 from __future__ import annotations
 
+import datetime
+import io
 import math
+import os
 import statistics
+import sys
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from zomboss.results.records import speedup
 from zomboss.util import atomic_write
+from zomboss.util.version import commit, version
+
+PLOTS_SKIPPED = "plots skipped: install zomboss[plot]"  # said on stderr and in the report
 
 # Published geometric-mean speedups (the papers cited in each row), for context only.
 PUBLISHED = {
@@ -29,7 +39,18 @@ PUBLISHED = {
     ],
     "plena": [
         ("Zomboss paper (arXiv 2608.00894)", "1.10x", "over the PLENA compiler templates"),
-        ("Autocomp", "2.7x", "conv on Gemmini; no PLENA figure"),
+    ],
+}
+
+# What a reader of one target's numbers needs to know about its Candidate-0; a report states
+# only the remarks of the targets it covers.
+REMARKS = {
+    "gemmini": [
+        "Our Gemmini Candidate-0 is the vendor library (`tiled_matmul_auto` / `tiled_conv_auto` with the",
+        "loop_ws / loop_conv_ws FSMs), not an instruction-count-tuned generated backend, and it already runs",
+        "close to the roofline in the model: `headroom` (Candidate-0 over the tighter of the target's roofline",
+        "and the doc's sound bound minimised over the whole legal space; both hold for every legal mapping) is",
+        "the most any legal mapping could gain, and its geometric mean the most any search could reach.",
     ],
 }
 
@@ -91,7 +112,8 @@ def _fmt(v: Any, spec: str = "") -> str:
 
 def markdown(rows: Sequence[Mapping[str, Any]], title: str, config: Mapping[str, Any]) -> str:
     out = [f"# {title}", "", f"Generated {time.strftime('%Y-%m-%d %H:%M')} by `zomboss bench`.", ""]
-    out += ["| setting | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in config.items()] + [""]
+    setting = {"zomboss version": version(), "commit": commit() or "unknown (not a git checkout)", **config}
+    out += ["| setting | value |", "|---|---|"] + [f"| {k} | {v} |" for k, v in setting.items()] + [""]
     out += [
         "## Summary",
         "",
@@ -115,17 +137,15 @@ def markdown(rows: Sequence[Mapping[str, Any]], title: str, config: Mapping[str,
             f"| {target} | {len(sub)} | {sum(r['verified'] for r in sub)} | {_fmt(g)}x | {', '.join(fams)} "
             f"| {_fmt(h)}x | {med} |"
         )
-    out += ["", "Published figures, for context only — measured against other baselines on other platforms:", ""]
-    for target in dict.fromkeys(r["target"] for r in rows):
-        for who, fig, against in PUBLISHED.get(target, []):
-            out.append(f"- {target}: {who}: {fig} ({against})")
+    targets = list(dict.fromkeys(r["target"] for r in rows))
+    published = [(t, *p) for t in targets for p in PUBLISHED.get(t, [])]
+    if published:
+        out += ["", "Published figures, for context only — measured against other baselines on other platforms:", ""]
+        out += [f"- {target}: {who}: {fig} ({against})" for target, who, fig, against in published]
+    for target in targets:
+        if target in REMARKS:
+            out += ["", *REMARKS[target]]
     out += [
-        "",
-        "Our Gemmini Candidate-0 is the vendor library (`tiled_matmul_auto` / `tiled_conv_auto` with the",
-        "loop_ws / loop_conv_ws FSMs), not an instruction-count-tuned generated backend, and it already runs",
-        "close to the roofline in the model: `headroom` (Candidate-0 over the tighter of the target's roofline",
-        "and the doc's sound bound minimised over the whole legal space; both hold for every legal mapping) is",
-        "the most any legal mapping could gain, and its geometric mean the most any search could reach.",
         "",
         "## Per instance",
         "",
@@ -201,55 +221,75 @@ def references_markdown(rows: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def plots(rows: Sequence[Mapping[str, Any]], folder: Path) -> list[Path]:
+    """`speedup` and `bound`, each as PNG and SVG, in `folder`: bars per instance with their
+    values, the x axis labelled, and the geometric mean drawn as a line. Raises ImportError
+    without matplotlib (`write_report` says then to install zomboss[plot])."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     targets = list(dict.fromkeys(r["target"] for r in rows))
-    paths = []
-    fig, axes = plt.subplots(len(targets), 1, figsize=(12, 3.4 * len(targets)), squeeze=False)
+    paths: list[Path] = []
+    fig, axes = plt.subplots(len(targets), 1, figsize=(12, 3.6 * len(targets)), squeeze=False)
     for ax, target in zip(axes[:, 0], targets, strict=True):
         sub = [r for r in rows if r["target"] == target]
-        ax.bar(
+        bars = ax.bar(
             range(len(sub)),
             [r["speedup"] or 0 for r in sub],
             color=["tab:green" if r["verified"] else "tab:red" for r in sub],
         )
+        ax.bar_label(bars, labels=[f"{r['speedup']:.2f}" if r["speedup"] else "" for r in sub], fontsize=6)
         ax.axhline(1.0, color="k", lw=0.8)
+        ax.set_ylim(0, max([1.0, *(r["speedup"] or 0 for r in sub)]) * 1.15)
+        g = geomean([r["speedup"] for r in sub])
+        if g is not None:
+            ax.axhline(g, color="tab:blue", lw=1.0, ls="--", label=f"geometric mean {g:.2f}x")
+            ax.legend(fontsize=7, loc="lower right")
         ax.set_xticks(range(len(sub)), [r["workload"] for r in sub], rotation=60, ha="right", fontsize=7)
+        ax.set_xlabel("suite instance")
         ax.set_ylabel("speedup over Candidate-0")
-        ax.set_title(f"{target}: verified winner vs Candidate-0")
-    fig.tight_layout()
-    p = folder / "speedup.png"
-    folder.mkdir(parents=True, exist_ok=True)
-    fig.savefig(p, dpi=110)
+        ax.set_title(f"{target}: verified winner vs Candidate-0 (red: not verified)")
+    paths += _save(fig, folder, "speedup")
     plt.close(fig)
-    paths.append(p)
-    fig, axes = plt.subplots(len(targets), 1, figsize=(12, 3.4 * len(targets)), squeeze=False)
+    fig, axes = plt.subplots(len(targets), 1, figsize=(12, 3.6 * len(targets)), squeeze=False)
     for ax, target in zip(axes[:, 0], targets, strict=True):
         sub = [r for r in rows if r["target"] == target]
         xs = range(len(sub))
-        ax.bar(
-            [x - 0.2 for x in xs],
-            [(r["bound"] or 0) / (r["default"] or 1) for r in sub],
-            width=0.4,
-            label="bound / default",
-        )
-        ax.bar(
-            [x + 0.2 for x in xs], [(r["bound"] or 0) / (r["best"] or 1) for r in sub], width=0.4, label="bound / best"
-        )
+        for dx, what, key in ((-0.2, "bound / default", "default"), (0.2, "bound / best", "best")):
+            vals = [(r["bound"] or 0) / (r[key] or 1) for r in sub]
+            bars = ax.bar([x + dx for x in xs], vals, width=0.4, label=what)
+            ax.bar_label(bars, labels=[f"{v:.2f}" if v else "" for v in vals], fontsize=5)
         ax.set_xticks(list(xs), [r["workload"] for r in sub], rotation=60, ha="right", fontsize=7)
-        ax.set_ylim(0, 1.05)
+        ax.set_ylim(0, 1.12)
+        ax.set_xlabel("suite instance")
         ax.set_ylabel("roofline bound / cycles")
         ax.legend(fontsize=7)
-        ax.set_title(f"{target}: cycles against the roofline bound")
-    fig.tight_layout()
-    p = folder / "bound.png"
-    fig.savefig(p, dpi=110)
+        ax.set_title(f"{target}: cycles against the roofline bound (1.0: at the bound)")
+    paths += _save(fig, folder, "bound")
     plt.close(fig)
-    paths.append(p)
     return paths
+
+
+def _save(fig: Any, folder: Path, name: str) -> list[Path]:
+    """`name.png` and `name.svg`, each written like report.md (`publish`)."""
+    fig.tight_layout()
+    out = []
+    for fmt in ("png", "svg"):
+        buf = io.BytesIO()
+        fig.savefig(buf, format=fmt, dpi=110)
+        out.append(publish(folder / f"{name}.{fmt}", buf.getvalue()))
+    return out
+
+
+def publish(path: Path, data: bytes) -> Path:
+    """Write a report file atomically, readable like any file the user creates (the mode
+    `open` would give under the umask), not with the private mode of the temporary file."""
+    atomic_write(path, data)
+    umask = os.umask(0)
+    os.umask(umask)
+    path.chmod(0o666 & ~umask)
+    return path
 
 
 # ---- Zomboss (LLM guide) against direct generation (`bench --guide llm --compare-direct`)
@@ -340,16 +380,70 @@ def compare_markdown(rows: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(out) + "\n"
 
 
+@dataclass(frozen=True)
+class WrittenReport:
+    """What `write_report` wrote: report.md, and every file including the plots; `note` says
+    why plots are missing (matplotlib not installed), else empty."""
+
+    path: Path
+    files: tuple[Path, ...]
+    note: str = ""
+
+
 def write_report(
     rows: Sequence[Mapping[str, Any]],
     folder: Path,
     title: str,
     config: Mapping[str, Any],
     direct: Sequence[Mapping[str, Any]] | None = None,
-) -> Path:
+) -> WrittenReport:
+    """report.md and the plots in `folder`; without matplotlib, report.md alone, saying so (in
+    the report and on stderr)."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "report.md"
     text = markdown(rows, title, config) + ("\n" + compare_markdown(direct) if direct is not None else "")
-    atomic_write(path, text.encode())
-    plots(rows, folder)
-    return path
+    try:
+        pictures = plots(rows, folder) if rows else []
+        note = ""
+    except ImportError:
+        pictures, note = [], PLOTS_SKIPPED
+        print(f"zomboss: {note}", file=sys.stderr)
+        text += f"\n{note} (matplotlib is not installed).\n"
+    publish(path, text.encode())
+    return WrittenReport(path, (path, *pictures), note)
+
+
+def run_folder(base: Path, kind: str, suite: str, subset: bool, when: datetime.datetime | None = None) -> Path:
+    """A new folder under `base` for one bench's report, named after the run: UTC time, kind
+    and suite (`20261207T011500Z_solve-cost-32-0_gemmini_subset`), so runs never overwrite
+    each other and sort by time. A second run in the same second gets `-2`, `-3`, ..."""
+    when = when or datetime.datetime.now(datetime.UTC)
+    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in f"{kind}_{suite}")
+    name = f"{when:%Y%m%dT%H%M%SZ}_{safe}" + ("_subset" if subset else "")
+    folder, n = base / name, 1
+    while True:
+        try:
+            folder.mkdir(parents=True)
+            return folder
+        except FileExistsError:
+            n += 1
+            folder = base / f"{name}-{n}"
+
+
+def point_latest(folder: Path) -> Path:
+    """`latest` beside the run folders, naming the newest: a relative symlink, or, where
+    symlinks cannot be made, a text file holding the folder's name. Returns the pointer."""
+    latest = folder.parent / "latest"
+    tmp = folder.parent / f".latest.{os.getpid()}"
+    try:
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(folder.name, target_is_directory=True)
+        if latest.is_dir() and not latest.is_symlink():
+            raise OSError(f"{latest} is a folder")
+        os.replace(tmp, latest)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        if latest.is_symlink():
+            latest.unlink()
+        publish(latest, (folder.name + "\n").encode())
+    return latest

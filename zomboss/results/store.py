@@ -99,6 +99,22 @@ class Trial:
     payload: dict[str, Any]
 
 
+FAMILIES = ("guided", "exhaustive", "default", "direct")  # what `--fresh` forgets one of
+
+
+def kind_family(kind: str) -> str:
+    """The family of a results row's kind: `solve:...` rows are `guided`; `exhaustive`,
+    `default` and `direct` rows are their own."""
+    return "guided" if kind.startswith("solve:") else kind
+
+
+def trial_family(guide: str) -> str:
+    """The family of a trial by the guide that simulated it: the exhaustive search's and the
+    direct baseline's are their own; every other guide (and the winner's verification) is a
+    guided search's."""
+    return guide if guide in ("exhaustive", "direct") else "guided"
+
+
 def _me() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
@@ -292,10 +308,42 @@ class Store:
             _warn(f"{self.path}: skipping an unreadable trial row ({e})")
             return None
 
-    def forget(self, target: str, workload: str, config: str) -> None:
-        """`--fresh`: drop an instance's trials and summaries."""
-        self._write("DELETE FROM trials WHERE target=? AND workload=? AND config=?", (target, workload, config))
-        self._write("DELETE FROM results WHERE target=? AND workload=? AND config=?", (target, workload, config))
+    def forget(self, target: str, workload: str, config: str, family: str = "all") -> None:
+        """`--fresh`: drop an instance's summaries and trials of one family of runs (`guided`,
+        `exhaustive`, `default`, `direct`; see `kind_family`), or of every family (`all`), so a
+        fresh guided search never deletes an exhaustive optimum."""
+        if family == "all":
+            self._write("DELETE FROM trials WHERE target=? AND workload=? AND config=?", (target, workload, config))
+            self._write("DELETE FROM results WHERE target=? AND workload=? AND config=?", (target, workload, config))
+            return
+        if family not in FAMILIES:
+            raise ValueError(f"unknown family of runs {family!r} (expected one of {', '.join(FAMILIES)}, all)")
+        kinds = {
+            k
+            for (k,) in self.db.execute(
+                "SELECT DISTINCT kind FROM results WHERE target=? AND workload=? AND config=?",
+                (target, workload, config),
+            )
+            if kind_family(str(k)) == family
+        }
+        for k in sorted(kinds):
+            self._write(
+                "DELETE FROM results WHERE target=? AND workload=? AND kind=? AND config=?",
+                (target, workload, k, config),
+            )
+        guides = {
+            g
+            for (g,) in self.db.execute(
+                "SELECT DISTINCT guide FROM trials WHERE target=? AND workload=? AND config=?",
+                (target, workload, config),
+            )
+            if trial_family(str(g)) == family
+        }
+        for g in sorted(guides):
+            self._write(
+                "DELETE FROM trials WHERE target=? AND workload=? AND config=? AND guide=?",
+                (target, workload, config, g),
+            )
 
     # ---- claims -----------------------------------------------------------------------
     def claim(self, target: str, workload: str, kind: str, config: str) -> bool:
