@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from zomboss.app.check import check_file
-from zomboss.app.cli import _best_mapping, _read_mapping, solve_kind
+from zomboss.app.cli import best_mapping, read_mapping, solve_kind, store_solve
 from zomboss.errors import ZombossError
 from zomboss.knowledge import KB
 from zomboss.knowledge import query as _query
@@ -261,14 +261,10 @@ def solve(
             )
             res = _solve(t, wl, overrides, cfg, store=store, status=status)
             kind = solve_kind(guide, budget, seed, res.verified_by)
-        d = res.to_json()
-        d["db"] = str(store.path)
-        fell_back = res.guide_note.startswith("fell back")
-        d["guide_ran"] = f"{res.guide}→cost" if fell_back else res.guide
-        store.put(t.name, wl.id, kind, config, bool(res.verified), d)
+        store_solve(store, t.name, wl.id, kind, config, res)
     finally:
         store.close()
-    if fell_back and strict_llm:
+    if strict_llm and res.guide_note.startswith("fell back"):
         raise LlmFellBack(res)
     return res
 
@@ -314,11 +310,11 @@ def export(
     out = output_file(Path(output))
     chosen: KnobMapping | None
     if best:
-        chosen, _ = _best_mapping(t, wl, overrides, results_db(db))
+        chosen, _ = best_mapping(t, wl, overrides, results_db(db))
     elif mapping is None or isinstance(mapping, KnobMapping):
         chosen = mapping
     elif isinstance(mapping, str | Path):
-        chosen = _read_mapping(t, wl, Path(mapping), overrides)
+        chosen = read_mapping(t, wl, Path(mapping), overrides)
     else:
         kb = t.kb(overrides)
         sp = space(kb, wl.op)

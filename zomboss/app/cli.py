@@ -20,12 +20,16 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zomboss.app.arguments import MAX_WORKERS, HelpFormatter, VersionAction, count, fraction, ids, seconds
 from zomboss.errors import ZombossError
 from zomboss.solvers.guides import GUIDE_NAMES
 from zomboss.util import MAX_INSTRUCTIONS
+
+if TYPE_CHECKING:  # annotations only: the commands import their heavy modules when they run
+    from zomboss.results import Store
+    from zomboss.solvers.search import SolveResult
 
 
 def _param_overrides(items: Sequence[str]) -> dict[str, int]:
@@ -184,7 +188,7 @@ def cmd_space(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_mapping(t: Any, wl: Any, path: Path, params: dict[str, int]) -> Any:
+def read_mapping(t: Any, wl: Any, path: Path, params: dict[str, int]) -> Any:
     """A mapping file: the `mapping` object `default --json` prints, or a `kb check` file
     (`{"workload": ..., "mapping": {...}}`)."""
     from zomboss.app.check import read_input
@@ -206,6 +210,19 @@ def _db(args: argparse.Namespace) -> Path:
     from zomboss.util import results_dir
 
     return Path(args.db) if args.db else results_dir() / "zomboss.sqlite"
+
+
+def store_solve(
+    store: Store, target: str, workload: str, kind: str, config: str, res: SolveResult, **extra: object
+) -> dict[str, Any]:
+    """The record of a `solve` as it is printed and stored: the result, the store's path, and the
+    guide that actually proposed the kernels (`llm→cost` after a fallback)."""
+    d = res.to_json()
+    d["db"] = str(store.path)
+    d.update(extra)
+    d["guide_ran"] = f"{res.guide}→cost" if res.guide_note.startswith("fell back") else res.guide
+    store.put(target, workload, kind, config, bool(res.verified), d)
+    return d
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
@@ -242,12 +259,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
         with solve_display(enabled=not args.json) as show_solve:
             res = solve(t, wl, params, cfg, store=store, status=show_solve)
         kind = solve_kind(args.guide, args.budget, args.seed, res.verified_by)
-    d = res.to_json()
-    d["db"] = str(store.path)
-    d["files"] = written_by_store(store.path, args)
-    fell_back = res.guide_note.startswith("fell back")
-    d["guide_ran"] = f"{res.guide}→cost" if fell_back else res.guide  # what actually proposed the kernels
-    store.put(t.name, wl.id, kind, config, bool(res.verified), d)
+    d = store_solve(store, t.name, wl.id, kind, config, res, files=written_by_store(store.path, args))
     store.close()
     if res.guide_note:  # a fallback (or an early stop) is said where a user looks, not only in the JSON
         print(f"zomboss: {res.guide} guide: {res.guide_note}", file=sys.stderr)
@@ -287,7 +299,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
                 f"{'rejected':>18}: {len(d['rejected'])} illegal proposals (first: {d['rejected'][0]['violations'][0]})"
             )
         print("\n".join(lines))
-    if fell_back and getattr(args, "strict_llm", False):
+    if res.guide_note.startswith("fell back") and getattr(args, "strict_llm", False):
         print("zomboss: --strict-llm: the LLM guide fell back to the cost guide (exit 3)", file=sys.stderr)
         return 3
     return 1 if res.verified is False else 0  # null: timed only (--verify none), as the result says
@@ -391,7 +403,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     params = _param_overrides(args.param)
     output = output_file(Path(args.output))
     if args.best:
-        mapping, winner = _best_mapping(t, wl, params, _db(args))
+        mapping, winner = best_mapping(t, wl, params, _db(args))
         with written_beside(output) as files:
             out = t.export(wl, output, params, mapping)
         how = "" if winner["verified_by"] == "full" else f", verified on {winner['verified_by']} output blocks only"
@@ -400,7 +412,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         text += ("\n" + files_text(others)) if others else ""
         _emit(args, {"target": args.target, "workload": wl.id, "path": str(out), "best": winner, "files": files}, text)
         return 0
-    mapping = _read_mapping(t, wl, Path(args.mapping), params) if args.mapping else None
+    mapping = read_mapping(t, wl, Path(args.mapping), params) if args.mapping else None
     with written_beside(output) as files:
         out = t.export(wl, output, params, mapping)
     _emit(args, {"target": args.target, "workload": wl.id, "path": str(out), "files": files}, files_text(files))
@@ -433,7 +445,7 @@ def written_beside(output: Path) -> Iterator[list[str]]:
     files += [str(output)] + [str(folder / n) for n in changed]
 
 
-def _best_mapping(t: Any, wl: Any, params: dict[str, int], db: Path) -> tuple[Any, dict[str, Any]]:
+def best_mapping(t: Any, wl: Any, params: dict[str, int], db: Path) -> tuple[Any, dict[str, Any]]:
     """`export --best`: the verified winner the results store holds for this instance under the
     current KB and preset (the config key `solve` stores under), or one clear refusal."""
     from zomboss.mapping import space
