@@ -74,6 +74,7 @@ class _Run:
         budget: int | None = None,
         extrapolate: bool = False,
         llc: Llc | None = None,
+        instructions: int = 0,  # the program's CPU-issued instructions (its export form)
     ):
         self.cfg = cfg
         self.rtl = rtl
@@ -81,7 +82,7 @@ class _Run:
         self.executed = 0
         self.checker = kb_checker(cfg) if check else None
         self.machine = Machine(cfg, dram if dram is not None else Dram()) if functional else None
-        self.tm = Timing(cfg, timing, llc) if timing is not None else None
+        self.tm = Timing(cfg, timing, llc, instructions) if timing is not None else None
         self.fsm = {WS_FSM: LoopFsm(), CONV_FSM: LoopFsm()}
         self.counts: Counter[str] = Counter()
         self.st_scale_bits = ONE_F32_BITS
@@ -263,7 +264,9 @@ def simulate(
     another as a binary does.
     """
     p = get_preset(preset)
-    run = _Run(cfg, dram, functional, p if timing else None, check, p.rtl, max_instructions, extrapolate, llc)
+    run = _Run(
+        cfg, dram, functional, p if timing else None, check, p.rtl, max_instructions, extrapolate, llc, len(program)
+    )
     source = str(program.meta.get("path", "")) if program.meta else ""
     try:
         run.run(program)

@@ -62,7 +62,7 @@ def test_presets_name_their_library_and_rtl():
     assert cur.rtl.first_layer_opts and cur.rtl.os_dataflow  # named explicitly: defaultConfig has both
     assert cur.rtl.kb_params == {"loop_spad_ids": 1, "first_layer_opts": 1, "os_dataflow": 1}
     assert "EXTRAPOLATED" in cur.doc
-    for name in ("rd_latency", "rd_bytes_per_cycle", "wr_latency", "kernel_overhead", "cpu_issue", "dram_row_miss"):
+    for name in ("rd_latency", "rd_bytes_per_cycle", "wr_latency", "kernel_overhead", "cpu_cpi", "dram_row_miss"):
         assert getattr(cur, name) == getattr(p, name)  # same memory constants
     assert all(q.library.name and q.rtl.name for q in PRESETS.values())
 
