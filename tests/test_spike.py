@@ -74,6 +74,7 @@ def test_a_searched_kernel_runs_correctly_on_spike(spk_root, tmp_path, capsys):
     assert run.returncode == 0 and "Correct result" in run.stdout, run.stdout[-800:] + run.stderr[-800:]
 
 
+@pytest.mark.slow  # a pool build and three Spike runs: about a minute
 def test_pool_candidates_run_correctly_on_spike(spk_root, tmp_path):
     """Kernels the search may pick (CP-SAT-sized pool candidates: unrolled streams with other
     orders, buffering and block widths), not only the reference points."""

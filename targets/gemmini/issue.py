@@ -21,7 +21,7 @@ few dozen fixed instructions (call, fence, `read_cycles`) are inside the fitted 
 
 Cycles per command = instructions per command x `Preset.cpu_cpi`. Rocket, the core of every
 preset's platform, is a single-issue in-order pipeline: it retires at most one instruction per
-cycle (Asanovic et al., "The Rocket Chip Generator", UCB/EECS-2016-17, §3), so CPI 1 is a floor;
+cycle (Asanovic et al., "The Rocket Chip Generator", UCB/EECS-2016-17), so CPI 1 is a floor;
 cold instruction-cache misses of a long straight-line stream and the table's data-cache misses
 and indirect-jump mispredictions raise it, by an amount no measurement in reference A.1 shows
 (those kernels issue a few dozen commands). The RoCC command itself leaves at commit through a

@@ -12,6 +12,7 @@ kernel look faster.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from zomboss.targets.gemmini.llc import Llc
@@ -317,3 +318,20 @@ def get_preset(name: str | Preset) -> Preset:
     if name not in PRESETS:
         raise UnknownPreset(f"unknown Gemmini timing preset {name!r} (presets: {', '.join(PRESETS)})")
     return PRESETS[name]
+
+
+def preset_for(params: Mapping[str, int]) -> Preset:
+    """The preset whose RTL the doc's feature parameters describe (`Rtl.kb_params`): the
+    default preset for the doc's own values, `firesim-f1-llc-current` with `--param
+    loop_spad_ids=1 --param first_layer_opts=1 --param os_dataflow=1`. The KB's mapping space
+    and the simulated platform are then one machine; a mix no preset models is refused."""
+    flags = {k: int(params.get(k, 0)) for k in FIRESIM_F1_LLC.rtl.kb_params}
+    for p in (FIRESIM_F1_LLC, FIRESIM_F1_LLC_CURRENT):
+        if p.rtl.kb_params == flags:
+            return p
+    given = ", ".join(f"{k}={v}" for k, v in flags.items())
+    known = "; ".join(
+        f"{p.name}: " + ", ".join(f"{k}={v}" for k, v in p.rtl.kb_params.items())
+        for p in (FIRESIM_F1_LLC, FIRESIM_F1_LLC_CURRENT)
+    )
+    raise UnknownPreset(f"no Gemmini timing preset models an RTL with {given} (presets: {known})")

@@ -24,7 +24,7 @@ from zomboss.targets.gemmini.loops import Expansion, LoopFsm, UnsupportedLoop, e
 from zomboss.targets.gemmini.machine import Machine
 from zomboss.targets.gemmini.numerics import ONE_F32_BITS
 from zomboss.targets.gemmini.platform import RTL_COMMANDS, check_command, check_loop
-from zomboss.targets.gemmini.presets import DEFAULT_PRESET, Preset, Rtl, get_preset
+from zomboss.targets.gemmini.presets import Preset, Rtl, get_preset
 from zomboss.targets.gemmini.timing import Timing
 
 from zomboss.errors import IllegalProgram
@@ -243,7 +243,7 @@ def simulate(
     *,
     functional: bool = True,
     timing: bool = True,
-    preset: str | Preset = DEFAULT_PRESET,
+    preset: str | Preset | None = None,
     check: bool = True,
     max_instructions: int | None = None,
     extrapolate: bool = False,
@@ -263,7 +263,7 @@ def simulate(
     (for a preset that models one; default: an empty cache): pass one to run kernels one after
     another as a binary does.
     """
-    p = get_preset(preset)
+    p = get_preset(preset if preset is not None else cfg.preset)
     run = _Run(
         cfg, dram, functional, p if timing else None, check, p.rtl, max_instructions, extrapolate, llc, len(program)
     )
