@@ -14,12 +14,14 @@ more than 1 % over that range depends on the assumption, and the table says so.
 
 `--current` reads the bench run with the current RTL's parameters (`--param loop_spad_ids=1
 --param first_layer_opts=1 --param os_dataflow=1`: preset `firesim-f1-llc-current`, its library
-as Candidate-0).
+as Candidate-0). `--mappings FILE` writes the winners' mappings, which the slow tests export and
+run on Spike (tests/test_spike.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -119,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--db", type=Path, required=True, help="the bench's results store")
     ap.add_argument("--only", nargs="+", help="these workloads only (default: the Gemmini suite)")
     ap.add_argument("--current", action="store_true", help="the run with the current RTL's parameters")
+    ap.add_argument("--mappings", type=Path, help="also write the winners' mappings here (JSON: workload -> mapping)")
     args = ap.parse_args(argv)
     params: Params = dict(FIRESIM_F1_LLC_CURRENT.rtl.kb_params) if args.current else {}
     if not args.db.exists():
@@ -126,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     t = get_target("gemmini")
     store = Store(args.db)
     wins: list[Win] = []
+    mappings: dict[str, Any] = {}
     try:
         for wl in t.suite():
             if args.only and wl.id not in args.only:
@@ -135,9 +139,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{wl.id}: no verified winner under the current KB and preset; skipped", file=sys.stderr)
                 continue
             wins.append(win_of(t, wl, row.payload["mapping"], params))
+            mappings[wl.id] = row.payload["mapping"]
             print(f"{wl.id}: {wins[-1].speedup:.2f}x", file=sys.stderr, flush=True)
     finally:
         store.close()
+    if args.mappings is not None:
+        doc = {"preset": t.config(params).preset, "params": params, "winners": mappings}
+        args.mappings.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     print(markdown(wins, t.config(params).preset), end="")
     return 0
 

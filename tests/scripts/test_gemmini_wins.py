@@ -4,6 +4,7 @@ from a results store (the report itself is a script run, benchmarks/search/gemmi
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -78,7 +79,11 @@ def test_current_reads_the_current_rtl_run_on_its_preset(wins, tmp_path, capsys)
     store.put("gemmini", wl.id, "solve:cost:32:0", config_key("gemmini", params), True,
               {"verified": True, "cycles": 1, "mapping": m})  # fmt: skip
     store.close()
-    assert wins.main(["--db", str(db), "--current", "--only", SPEC]) == 0
+    out_json = tmp_path / "w.json"
+    assert wins.main(["--db", str(db), "--current", "--only", SPEC, "--mappings", str(out_json)]) == 0
+    saved = json.loads(out_json.read_text())
+    assert saved["preset"] == "firesim-f1-llc-current" and saved["params"] == params
+    assert saved["winners"] == {"mm256": m}
     out = capsys.readouterr().out
     assert "on `firesim-f1-llc-current`" in out and "| mm256 | 1.00x | loops |" in out
     assert wins.main(["--db", str(db), "--only", SPEC]) == 0  # the default preset's run: none stored
