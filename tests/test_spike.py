@@ -54,7 +54,6 @@ def _run(spk_root: Path, c_file: Path) -> subprocess.CompletedProcess[str]:
     "workload", ["matmul:M=64,N=48,K=80,bias=1,relu=1", "conv:N=1,H=8,W=8,C=16,K=32,R=3,S=3,stride=1,pad=1"]
 )
 def test_candidate0_and_exo_run_correctly_on_spike(spk_root, tmp_path, workload):
-
     t = get_target("gemmini")
     wl = t.workload(workload)
     for name, m in t.reference_mappings(wl, {}).items():
