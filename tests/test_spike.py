@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 
 from zomboss.app import main
+from zomboss.mapping import space
+from zomboss.target import get_target
 
 SPIKE = Path(__file__).resolve().parents[2] / "shared" / "tools" / "spike"
 
@@ -52,8 +54,6 @@ def _run(spk_root: Path, c_file: Path) -> subprocess.CompletedProcess[str]:
     "workload", ["matmul:M=64,N=48,K=80,bias=1,relu=1", "conv:N=1,H=8,W=8,C=16,K=32,R=3,S=3,stride=1,pad=1"]
 )
 def test_candidate0_and_exo_run_correctly_on_spike(spk_root, tmp_path, workload):
-    from zomboss.target import get_target
-
     t = get_target("gemmini")
     wl = t.workload(workload)
     for name, m in t.reference_mappings(wl, {}).items():
@@ -74,11 +74,11 @@ def test_a_searched_kernel_runs_correctly_on_spike(spk_root, tmp_path, capsys):
     assert run.returncode == 0 and "Correct result" in run.stdout, run.stdout[-800:] + run.stderr[-800:]
 
 
+@pytest.mark.slow  # a pool build and three Spike runs: about a minute
 def test_pool_candidates_run_correctly_on_spike(spk_root, tmp_path):
     """Kernels the search may pick (CP-SAT-sized pool candidates: unrolled streams with other
     orders, buffering and block widths), not only the reference points."""
     from zomboss.solvers.space import build_pool
-    from zomboss.target import get_target
 
     t = get_target("gemmini")
     wl = t.workload("matmul:M=48,N=64,K=96,bias=1")
@@ -97,8 +97,6 @@ def test_pool_candidates_run_correctly_on_spike(spk_root, tmp_path):
 def test_prefetched_streams_run_correctly_on_spike(spk_root, tmp_path, workload):
     """`prefetch` moves mvins ahead of computes in program order, which Spike executes as
     written: the Exo-style stream with its loads prefetched must still be correct there."""
-    from zomboss.mapping import space
-    from zomboss.target import get_target
 
     t = get_target("gemmini")
     wl = t.workload(workload)
@@ -114,8 +112,6 @@ def test_prefetched_streams_run_correctly_on_spike(spk_root, tmp_path, workload)
 def test_ragged_row_tiles_fed_first_run_correctly_on_spike(spk_root, tmp_path):
     """`ragged_first` reverses the row tiles of every weight run, so the short last row tile
     (M % DIM rows) is computed first, with the run's weights preloaded: Spike must agree."""
-    from zomboss.mapping import space
-    from zomboss.target import get_target
 
     t = get_target("gemmini")
     wl = t.workload("matmul:M=52,N=48,K=80,bias=1,relu=1")  # row tiles of 16, 16, 16 and 4
@@ -145,3 +141,26 @@ def test_export_best_after_a_solve_runs_correctly_on_spike(spk_root, tmp_path, c
     assert json.loads(out.with_suffix(".asm.json").read_text())["mapping"] == res["mapping"]
     run = _run(spk_root, out)
     assert run.returncode == 0 and "Correct result" in run.stdout, run.stdout[-800:] + run.stderr[-800:]
+
+
+WINNERS = sorted((Path(__file__).resolve().parents[1] / "benchmarks" / "search").glob("gemmini_winners*.json"))
+
+
+def _committed_winners() -> list[tuple[str, str]]:
+    return [(f.name, w) for f in WINNERS for w in sorted(json.loads(f.read_text())["winners"])]
+
+
+@pytest.mark.slow  # every committed guided winner of the Gemmini suite, each compiled and run on Spike
+@pytest.mark.parametrize(("file", "workload"), _committed_winners())
+def test_every_committed_gemmini_winner_runs_correctly_on_spike(spk_root, tmp_path, file, workload):
+    """benchmarks/search/gemmini_winners*.json (scripts/gemmini_wins.py --mappings): the winners
+    the committed bench report names, exported as `zomboss export` writes them (with the
+    parameters of the RTL they were searched for) and checked by the program itself on Spike."""
+    doc = json.loads((WINNERS[0].parent / file).read_text())
+    t = get_target("gemmini")
+    params = {k: int(v) for k, v in doc["params"].items()}
+    wl = t.workload(workload)
+    mapping = space(t.kb(params), wl.op).from_json(doc["winners"][workload], wl.shape, file)
+    out = t.export(wl, tmp_path / f"{workload}.c", params, mapping)
+    res = _run(spk_root, out)
+    assert res.returncode == 0 and "Correct result" in res.stdout, f"{workload}: {res.stdout[-800:]}{res.stderr[-800:]}"

@@ -96,7 +96,7 @@ class GemminiTarget(TargetBase[GemminiConfig, GemminiInstance, Program]):
 
     def evaluate(self, inst: Instance, mapping: KnobMapping, mode: Mode, *, extrapolate: bool = True) -> Evaluation:
         g = _gemmini(inst)
-        check_mapping(mapping, get_preset(DEFAULT_PRESET).rtl)  # before lowering, as `run` does
+        check_mapping(mapping, get_preset(g.cfg.preset).rtl)  # before lowering, as `run` does
         r = run(g, mapping, mode, extrapolate=extrapolate, program=self.lower(inst, mapping))
         sim = r.sim
         breakdown = dict(sim.breakdown)
@@ -123,14 +123,17 @@ class GemminiTarget(TargetBase[GemminiConfig, GemminiInstance, Program]):
     def verify_sampled(
         self, inst: Instance, mapping: KnobMapping, samples: int, seed: int
     ) -> tuple[bool, Mapping[str, object]]:
-        """`sampled.verify_sampled` on the default preset's platform."""
-        check = verify_sampled(_gemmini(inst), mapping, DEFAULT_PRESET, samples, seed)
+        """`sampled.verify_sampled` on the platform of the instance's configuration."""
+        g = _gemmini(inst)
+        check = verify_sampled(g, mapping, g.cfg.preset, samples, seed)
         return check.verified, check.to_json()
 
     def bound(self, wl: Workload, params: Params, mapping: KnobMapping | None = None) -> int:
         """The roofline: max(array cycles (rows unpadded), least DRAM traffic / bandwidth of
-        the default preset). It holds for every mapping, so `mapping` does not tighten it."""
-        return bound_cycles(wl, self.config(params), DEFAULT_PRESET)
+        the preset the parameters' RTL describes). It holds for every mapping, so `mapping` does not
+        tighten it."""
+        cfg = self.config(params)
+        return bound_cycles(wl, cfg, cfg.preset)
 
     # ---- programs and files
     def parse_program(self, kb: KB, text: str, path: str) -> Program:

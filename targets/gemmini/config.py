@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from zomboss.targets.gemmini.presets import DEFAULT_PRESET, preset_for
+
 from zomboss import expr as ex
 from zomboss.errors import ZombossError
 from zomboss.knowledge import KB, load_kb
@@ -69,6 +71,8 @@ class GemminiConfig:
     garbage_bit: int  # position of its garbage bit
     # the doc parameters this configuration overrides: what rebuilds its KB (`kb()`)
     overrides: tuple[tuple[str, int], ...] = ()
+    # the timing preset of the platform the doc's RTL feature parameters describe (`preset_for`)
+    preset: str = DEFAULT_PRESET
 
     @classmethod
     def from_kb(cls, kb: KB) -> GemminiConfig:
@@ -91,6 +95,7 @@ class GemminiConfig:
             row_bits=row_hi + 1,
             garbage_bit=layout.bits["garbage_bit"][1],
             overrides=overrides_of(kb),
+            preset=preset_for(p).name,
         )
 
     @classmethod

@@ -25,13 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zomboss.targets.gemmini.asm import LOOP_CONV_CONFIGS, LOOP_WS_CONFIGS, operands
+from zomboss.targets.gemmini.issue import STRAIGHT_LIMIT, form_of
 from zomboss.targets.gemmini.suite import conv_out_dims
 
 from zomboss.errors import ZombossError
 from zomboss.program import Instr, Program
 from zomboss.workload import Workload
-
-STRAIGHT_LIMIT = 20000
 
 # operand positions holding DRAM byte addresses (translated into the arena)
 _DRAM_OPERANDS: dict[str, tuple[int, ...]] = {
@@ -103,7 +102,7 @@ def c_source(
         raise ExportError(f"the lowest buffer address {lo:#x} is not 64-byte aligned")
     hi = max(b.addr + b.nbytes for b in bufs)
     arena = _Arena(lo, hi)
-    straight = len(program.instrs) <= straight_limit
+    straight = form_of(len(program.instrs), straight_limit) == "straight"
     out = _prelude(wl, bufs, arena, scale_bits, table=not straight)
     out.append("static void kernel(void) {")
     if straight:
@@ -115,10 +114,18 @@ def c_source(
     return "\n".join(out) + "\n"
 
 
-def export_c(wl: Workload, program: Program, path: Path, addrs: Mapping[str, int], scale_bits: int) -> Path:
-    """Write the test to `path` (see `c_source`)."""
+def export_c(
+    wl: Workload,
+    program: Program,
+    path: Path,
+    addrs: Mapping[str, int],
+    scale_bits: int,
+    *,
+    straight_limit: int = STRAIGHT_LIMIT,
+) -> Path:
+    """Write the test to `path` (see `c_source`; `straight_limit` 0 forces the table form)."""
     path = Path(path)
-    path.write_text(c_source(wl, program, addrs, scale_bits))
+    path.write_text(c_source(wl, program, addrs, scale_bits, straight_limit=straight_limit))
     return path
 
 

@@ -19,7 +19,7 @@ from zomboss.targets.gemmini.config import GemminiConfig
 from zomboss.targets.gemmini.dram import Dram
 from zomboss.targets.gemmini.loops import LoopFsm, expand_loop_conv_ws, expand_loop_ws
 from zomboss.targets.gemmini.platform import check_loop
-from zomboss.targets.gemmini.presets import DEFAULT_PRESET, Rtl, get_preset
+from zomboss.targets.gemmini.presets import Rtl, get_preset
 
 from zomboss.machine import GenericSim, Memories, Run
 from zomboss.program import Instr, Program
@@ -56,9 +56,10 @@ class LoopHook:
         return ()
 
 
-def generic_sim(cfg: GemminiConfig, preset: str = DEFAULT_PRESET) -> GenericSim:
-    """The doc-driven simulator of this configuration, with the loop escape hatch."""
-    rtl = get_preset(preset).rtl
+def generic_sim(cfg: GemminiConfig, preset: str | None = None) -> GenericSim:
+    """The doc-driven simulator of this configuration (None: its own preset's RTL), with the loop
+    escape hatch."""
+    rtl = get_preset(preset if preset is not None else cfg.preset).rtl
     return GenericSim(cfg.kb(), {MACRO: lambda: LoopHook(cfg, rtl)})
 
 

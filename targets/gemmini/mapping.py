@@ -24,7 +24,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from zomboss.targets.gemmini.config import GemminiConfig
-from zomboss.targets.gemmini.presets import DEFAULT_PRESET, Library, get_preset
+from zomboss.targets.gemmini.presets import Library, get_preset
 from zomboss.targets.gemmini.suite import conv_out_dims
 from zomboss.targets.gemmini.tiling import conv_tiling, matmul_tiling
 
@@ -107,14 +107,14 @@ def _build(cfg: GemminiConfig, wl: Workload, values: Mapping[str, object]) -> Kn
 
 def library_default(wl: Workload, cfg: GemminiConfig, library: Library | None = None) -> KnobMapping:
     """Candidate-0: the mapping of `tiled_matmul_auto` / `tiled_conv_auto` of a library revision
-    for `wl` (None: the default timing preset's library, the platform it models).
+    for `wl` (None: the library of the platform `cfg` describes, `GemminiConfig.preset`).
 
     The revisions differ in what the mapping says beyond the tiles: the dev library pins an
     operand whose blocks number at most two (`reuse_a` / `reuse_b`), packs kernel columns for
     convs with few input channels (`first_layer`) and downsamples 1x1 stride-2 convs
     (`downsample`, which also sizes its tiles); the dosa library does none of these
     (`presets.Library`)."""
-    lib = library if library is not None else get_preset(DEFAULT_PRESET).library
+    lib = library if library is not None else get_preset(cfg.preset).library
     if wl.op == "matmul":
         t = matmul_tiling(wl["M"], wl["N"], wl["K"], cfg)
         return _build(

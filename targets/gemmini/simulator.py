@@ -24,7 +24,7 @@ from zomboss.targets.gemmini.loops import Expansion, LoopFsm, UnsupportedLoop, e
 from zomboss.targets.gemmini.machine import Machine
 from zomboss.targets.gemmini.numerics import ONE_F32_BITS
 from zomboss.targets.gemmini.platform import RTL_COMMANDS, check_command, check_loop
-from zomboss.targets.gemmini.presets import DEFAULT_PRESET, Preset, Rtl, get_preset
+from zomboss.targets.gemmini.presets import Preset, Rtl, get_preset
 from zomboss.targets.gemmini.timing import Timing
 
 from zomboss.errors import IllegalProgram
@@ -74,6 +74,7 @@ class _Run:
         budget: int | None = None,
         extrapolate: bool = False,
         llc: Llc | None = None,
+        instructions: int = 0,  # the program's CPU-issued instructions (its export form)
     ):
         self.cfg = cfg
         self.rtl = rtl
@@ -81,7 +82,7 @@ class _Run:
         self.executed = 0
         self.checker = kb_checker(cfg) if check else None
         self.machine = Machine(cfg, dram if dram is not None else Dram()) if functional else None
-        self.tm = Timing(cfg, timing, llc) if timing is not None else None
+        self.tm = Timing(cfg, timing, llc, instructions) if timing is not None else None
         self.fsm = {WS_FSM: LoopFsm(), CONV_FSM: LoopFsm()}
         self.counts: Counter[str] = Counter()
         self.st_scale_bits = ONE_F32_BITS
@@ -242,7 +243,7 @@ def simulate(
     *,
     functional: bool = True,
     timing: bool = True,
-    preset: str | Preset = DEFAULT_PRESET,
+    preset: str | Preset | None = None,
     check: bool = True,
     max_instructions: int | None = None,
     extrapolate: bool = False,
@@ -262,8 +263,10 @@ def simulate(
     (for a preset that models one; default: an empty cache): pass one to run kernels one after
     another as a binary does.
     """
-    p = get_preset(preset)
-    run = _Run(cfg, dram, functional, p if timing else None, check, p.rtl, max_instructions, extrapolate, llc)
+    p = get_preset(preset if preset is not None else cfg.preset)
+    run = _Run(
+        cfg, dram, functional, p if timing else None, check, p.rtl, max_instructions, extrapolate, llc, len(program)
+    )
     source = str(program.meta.get("path", "")) if program.meta else ""
     try:
         run.run(program)

@@ -31,6 +31,7 @@ from heapq import heappop
 
 from zomboss.targets.gemmini.breakdown import parts
 from zomboss.targets.gemmini.config import GemminiConfig
+from zomboss.targets.gemmini.issue import issue_cycles
 from zomboss.targets.gemmini.llc import Llc
 from zomboss.targets.gemmini.loops import CPU, GEN_EX
 from zomboss.targets.gemmini.presets import Preset
@@ -49,8 +50,11 @@ class Timing(Engines, Extrapolation):
     """The timing model: `step` times one instruction and returns its RS allocation time,
     `run_loop` a whole hardware loop; `cycles` and `breakdown` are the result."""
 
-    def __init__(self, cfg: GemminiConfig, preset: Preset, llc: Llc | None = None) -> None:
+    def __init__(self, cfg: GemminiConfig, preset: Preset, llc: Llc | None, instructions: int) -> None:
+        """`instructions`: the program's CPU-issued instructions, which decide the form it is
+        exported in and so what issuing one costs the CPU (`issue.issue_cycles`)."""
         super().__init__(cfg, preset, llc)
+        self.issue = issue_cycles(instructions, preset.cpu_cpi)
         self._handlers = {
             "mvin": lambda a, t: self.on_mvin(0, a, t),
             "mvin2": lambda a, t: self.on_mvin(1, a, t),
@@ -80,6 +84,7 @@ class Timing(Engines, Extrapolation):
             "overlapped_pairs": self.overlapped,
             "ex_busy": self.ex_busy,
             "config_ex_stall": self.cfg_ex_stall,
+            "cpu_issue": self.issue,  # CPU cycles per command in the form the program is exported as
         }
 
     # ------------------------------------------------------------------------------------------
@@ -103,7 +108,7 @@ class Timing(Engines, Extrapolation):
             if q is not None:
                 t = self._alloc(q, t, 1 if op in _COMPUTES else 0)
             self.last_alloc = t
-            self.t_cpu = t + self.p.cpu_issue
+            self.t_cpu = t + self.issue
         else:
             t = self.gen_prev[gen] + 1
             if t < self.loop_floor:
@@ -131,7 +136,7 @@ class Timing(Engines, Extrapolation):
         if not self.configuring[fsm]:
             self.configuring[fsm] = True
             t = max(t, self.slot_free.get((fsm, self.loop_count[fsm] % 2), 0.0))
-        self.t_cpu = t + self.p.cpu_issue
+        self.t_cpu = t + self.issue
         return t
 
     def loop_start(self, fsm: int, t_run: float) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from zomboss.targets.gemmini.instance import GemminiInstance
 from zomboss.targets.gemmini.lowering import lower
 from zomboss.targets.gemmini.platform import check_mapping
-from zomboss.targets.gemmini.presets import DEFAULT_PRESET, Preset, get_preset
+from zomboss.targets.gemmini.presets import Preset, get_preset
 from zomboss.targets.gemmini.simulator import SimResult, simulate
 
 from zomboss.mapping import KnobMapping
@@ -40,17 +40,19 @@ def run(
     inst: GemminiInstance,
     mapping: KnobMapping,
     mode: Mode,
-    preset: str | Preset = DEFAULT_PRESET,
+    preset: str | Preset | None = None,
     *,
     extrapolate: bool = True,
     program: Program | None = None,
 ) -> Run:
     """Lower `mapping` for the instance (IllegalMapping if it breaks a constraint; `program`: its
-    lowering, already made) and simulate it on the preset's platform (UnsupportedOnRtl if its
+    lowering, already made) and simulate it on the preset's platform (None: the one the instance's
+    configuration describes, `GemminiConfig.preset`; UnsupportedOnRtl if its
     RTL cannot run the mapping's loops).
     TIMING runs extrapolate steady loop periods, CHECKED runs those inside hardware loops
     whose commands the checker vouched for at once, unless `extrapolate` is off."""
     t0 = time.perf_counter()
+    preset = preset if preset is not None else inst.cfg.preset
     check_mapping(mapping, get_preset(preset).rtl)  # e.g. pinned halves on an RTL without spad ids
     if program is None:
         program = lower(mapping, inst.workload, inst.buffers, inst.cfg)

@@ -12,7 +12,7 @@ from zomboss.targets.gemmini.simulator import simulate
 
 from .conftest import ONE, prog
 
-CACHED = FIRESIM_F1_LLC_CACHE.with_(cpu_issue=0.0, kernel_overhead=0.0)
+CACHED = FIRESIM_F1_LLC_CACHE.with_(cpu_cpi=0.0, kernel_overhead=0.0)
 
 
 def test_lru_within_a_set():
@@ -83,9 +83,9 @@ def test_a_mvout_allocates_its_blocks(cfg):
 def test_without_an_llc_nothing_changes_and_a_cached_preset_never_extrapolates(cfg):
     plain = get_preset(DEFAULT_PRESET)
     assert plain.llc_sets == 0
-    r = _run(_loads(0x10000, 8), cfg, preset=plain.with_(cpu_issue=0.0, kernel_overhead=0.0), llc=Llc(1, 1, 128))
+    r = _run(_loads(0x10000, 8), cfg, preset=plain.with_(cpu_cpi=0.0, kernel_overhead=0.0), llc=Llc(1, 1, 128))
     assert "llc_read_hits" not in r.stats
-    fast = plain.with_(cpu_issue=0.0, kernel_overhead=0.0)
+    fast = plain.with_(cpu_cpi=0.0, kernel_overhead=0.0)
     assert "extrapolation" in _run(_loads(0x10000, 8), cfg, preset=fast, extrapolate=True).stats
     assert "extrapolation" not in _run(_loads(0x10000, 8), cfg, extrapolate=True).stats  # stale cache otherwise
 

@@ -160,9 +160,17 @@ def test_random_matmul_mappings_match_numpy(case: tuple[Workload, KnobMapping]) 
     assert run(wl, m), (wl.spec, m.to_json())
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(conv_cases())
 def test_random_conv_mappings_match_numpy(case: tuple[Workload, KnobMapping]) -> None:
+    wl, m = case
+    assert run(wl, m), (wl.spec, m.to_json())
+
+
+@pytest.mark.slow  # the same draws, more of them (about a second each): `make test-slow`
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(conv_cases())
+def test_many_random_conv_mappings_match_numpy(case: tuple[Workload, KnobMapping]) -> None:
     wl, m = case
     assert run(wl, m), (wl.spec, m.to_json())
 

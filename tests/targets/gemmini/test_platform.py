@@ -28,7 +28,9 @@ from zomboss.targets.gemmini.presets import (
     DOSA_LIBRARY,
     DOSA_RTL,
     PRESETS,
+    UnknownPreset,
     get_preset,
+    preset_for,
 )
 from zomboss.targets.gemmini.simulator import simulate
 from zomboss.targets.gemmini.verify import run
@@ -62,7 +64,7 @@ def test_presets_name_their_library_and_rtl():
     assert cur.rtl.first_layer_opts and cur.rtl.os_dataflow  # named explicitly: defaultConfig has both
     assert cur.rtl.kb_params == {"loop_spad_ids": 1, "first_layer_opts": 1, "os_dataflow": 1}
     assert "EXTRAPOLATED" in cur.doc
-    for name in ("rd_latency", "rd_bytes_per_cycle", "wr_latency", "kernel_overhead", "cpu_issue", "dram_row_miss"):
+    for name in ("rd_latency", "rd_bytes_per_cycle", "wr_latency", "kernel_overhead", "cpu_cpi", "dram_row_miss"):
         assert getattr(cur, name) == getattr(p, name)  # same memory constants
     assert all(q.library.name and q.rtl.name for q in PRESETS.values())
 
@@ -133,7 +135,8 @@ def test_the_kb_refuses_pinned_hw_halves_without_spad_ids(cfg, cur_cfg):
         space(cfg.kb(), "matmul").check(cfg.kb(), pinned, wl.shape)
     space(cur_cfg.kb(), "matmul").check(cur_cfg.kb(), pinned, wl.shape)
     with pytest.raises(platform.UnsupportedOnRtl, match="spad ids"):
-        run(TARGET.instance(wl, RTL_FEATURES), pinned, Mode.TIMING)
+        run(TARGET.instance(wl, RTL_FEATURES), pinned, Mode.TIMING, DEFAULT_PRESET)
+    assert run(TARGET.instance(wl, RTL_FEATURES), pinned, Mode.TIMING).sim.stats["preset"] == CURRENT  # its own
     conv = TARGET.workload("conv:N=1,H=8,W=8,C=16,K=16,R=3,S=3,stride=1,pad=1,bias=0")
     m = library_default(conv, cur_cfg, CURRENT_LIBRARY)
     assert m.flag("reuse_a") or m.flag("reuse_b")
@@ -316,3 +319,32 @@ def test_a_dosa_matmul_tiling_is_a_hw_loop_mapping(cfg, perm):
     mapping = space(cfg.kb(), "matmul").mapping(values, wl.shape)
     got = lower(mapping, wl, MatmulBuffers(a, b, c), cfg)
     assert list(got.instrs) == want
+
+
+CURRENT_FLAGS = dict(RTL_FEATURES)
+
+
+def test_the_docs_feature_parameters_choose_the_preset_that_models_their_rtl():
+    assert preset_for({}).name == DEFAULT_PRESET
+    assert preset_for(CURRENT_FLAGS).name == CURRENT
+    assert GemminiConfig.default().preset == DEFAULT_PRESET
+    assert TARGET.config(CURRENT_FLAGS).preset == CURRENT
+    with pytest.raises(UnknownPreset, match="os_dataflow=1 .*presets: firesim-f1-llc: loop_spad_ids=0"):
+        preset_for({"os_dataflow": 1})
+
+
+def test_a_current_rtl_kb_runs_on_the_current_preset_with_its_library_and_features():
+    """With the current RTL's parameters, Candidate-0 is the current library's (first-layer
+    packing for a 3-channel conv) and runs on `firesim-f1-llc-current`; an OS-dataflow mapping
+    the default platform refuses runs there."""
+    wl = TARGET.workload("conv:N=1,H=16,W=16,C=3,K=16,R=3,S=3,stride=1,pad=1")
+    c0 = TARGET.reference_mappings(wl, CURRENT_FLAGS)["library"]
+    assert c0["first_layer"] == "true"
+    res = TARGET.evaluate(TARGET.instance(wl, CURRENT_FLAGS), c0, Mode.VERIFIED)
+    assert res.verified and res.report["preset"] == CURRENT
+    mm = TARGET.workload("matmul:M=64,N=32,K=48")
+    os_knobs = {**TARGET.reference_mappings(mm, {})["exo"].to_json()["knobs"], "dataflow": "os"}
+    cur = space(TARGET.kb(CURRENT_FLAGS), "matmul").mapping(os_knobs, mm.shape)
+    assert TARGET.evaluate(TARGET.instance(mm, CURRENT_FLAGS), cur, Mode.VERIFIED).verified
+    with pytest.raises(platform.UnsupportedOnRtl):
+        TARGET.evaluate(TARGET.instance(mm, {}), cur, Mode.VERIFIED)

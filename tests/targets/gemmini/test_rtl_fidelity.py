@@ -19,10 +19,10 @@ from zomboss.targets.gemmini.simulator import simulate
 from .conftest import CURRENT, ONE, RTL_FEATURES, prog
 
 P = get_preset(DEFAULT_PRESET)
-FAST = P.with_(cpu_issue=0.0, kernel_overhead=0.0)
+FAST = P.with_(cpu_cpi=0.0, kernel_overhead=0.0)
 
 
-CURRENT_FAST = get_preset(CURRENT).with_(cpu_issue=0.0, kernel_overhead=0.0)
+CURRENT_FAST = get_preset(CURRENT).with_(cpu_cpi=0.0, kernel_overhead=0.0)
 
 
 def _run(lines, cfg, preset=FAST):

@@ -118,7 +118,7 @@ def test_16_byte_mvins_are_latency_bound(cfg):
         + [("mvin", 0x10000 + 16 * t, (16 * t) % 8192, 16, 16) for t in range(n)]
         + [("fence",)]
     )
-    fast = P.with_(cpu_issue=0.0, kernel_overhead=0.0, dram_row_miss=0.0)
+    fast = P.with_(cpu_cpi=0.0, kernel_overhead=0.0, dram_row_miss=0.0)
     per_mvin = cycles(lines, cfg, preset=fast) / n
     expect = 16 * (P.rd_latency + 16 / P.rd_bytes_per_cycle) / P.max_rd_inflight
     assert 0.8 * expect <= per_mvin <= 1.3 * expect + 2
@@ -178,7 +178,7 @@ def test_reservation_station_capacity_throttles_loads(cfg):
 
 
 def test_a_and_b_from_one_bank_take_two_cycles_per_row(cfg):
-    fast = P.with_(cpu_issue=0.0, kernel_overhead=0.0)
+    fast = P.with_(cpu_cpi=0.0, kernel_overhead=0.0)
 
     def stream(b_base: int) -> list[tuple]:
         out: list[tuple] = [("config_ex", 1, 0, 0, 0, 1, 1, 0, ONE, 0)]

@@ -315,17 +315,33 @@ def _spec(op: str, a: int, b: int, c: int, causal: bool) -> str:
     return f"{op}:rows={4 * a},{'hidden' if op == 'rmsnorm' else 'cols' if op == 'softmax' else 'head_dim'}={64 * b}"
 
 
-@settings(max_examples=24, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    op=st.sampled_from(FAMILIES),
-    dims=st.tuples(st.integers(1, 4), st.integers(1, 3), st.integers(1, 2)),
-    causal=st.booleans(),
-    pick=st.integers(0, 10**6),
-    weights=st.lists(st.integers(-3, 3), min_size=12, max_size=12),
-)
+DRAWS = {
+    "op": st.sampled_from(FAMILIES),
+    "dims": st.tuples(st.integers(1, 4), st.integers(1, 3), st.integers(1, 2)),
+    "causal": st.booleans(),
+    "pick": st.integers(0, 10**6),
+    "weights": st.lists(st.integers(-3, 3), min_size=12, max_size=12),
+}
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**DRAWS)
 def test_random_legal_mappings_match(
     op: str, dims: tuple[int, int, int], causal: bool, pick: int, weights: list[int]
 ) -> None:
+    _random_mapping_matches(op, dims, causal, pick, weights)
+
+
+@pytest.mark.slow  # the same draws, more of them (a few seconds each): `make test-slow`
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(**DRAWS)
+def test_many_random_legal_mappings_match(
+    op: str, dims: tuple[int, int, int], causal: bool, pick: int, weights: list[int]
+) -> None:
+    _random_mapping_matches(op, dims, causal, pick, weights)
+
+
+def _random_mapping_matches(op: str, dims: tuple[int, int, int], causal: bool, pick: int, weights: list[int]) -> None:
     spec = _spec(op, *dims, causal)
     wl = TARGET.workload(spec)
     n = len(list(skeletons(TARGET.kb({}), wl.op, wl.shape)))
