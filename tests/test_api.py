@@ -73,3 +73,12 @@ def test_export_takes_a_mapping_in_every_form(tmp_path):
     assert len(programs) == 1  # Candidate-0 three ways (the header comments name the source)
     with pytest.raises(zomboss.ZombossError, match="no results store"):
         zomboss.export(*PLENA, tmp_path / "d.asm", best=True, db=tmp_path / "none.sqlite")
+
+
+def test_the_package_exports_exactly_the_api_and_its_version():
+    """`zomboss/__init__.py` lists the API's names without importing it (it loads on first
+    use): the two lists must stay one."""
+    import zomboss
+    import zomboss.api
+
+    assert sorted(zomboss.__all__) == sorted([*zomboss.api.__all__, "__version__"])

@@ -10,29 +10,18 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import tarfile
 from pathlib import Path
 
 import pytest
 
+from tests.support import SPIKE, spike_missing
 from zomboss.app import main
 from zomboss.mapping import space
 from zomboss.target import get_target
 
-SPIKE = Path(__file__).resolve().parents[2] / "shared" / "tools" / "spike"
-
-
-def _why_not() -> str | None:
-    if not (SPIKE / "spike-gemmini.tar.xz").exists():
-        return f"no Spike bundle at {SPIKE} (../shared is not beside this checkout)"
-    if shutil.which("riscv64-unknown-elf-gcc") is None:
-        return "no riscv64-unknown-elf-gcc (apt-get install gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf)"
-    return None
-
-
-pytestmark = pytest.mark.skipif(_why_not() is not None, reason=_why_not() or "")
+pytestmark = pytest.mark.skipif(spike_missing() is not None, reason=spike_missing() or "")
 
 
 @pytest.fixture(scope="module")

@@ -3,28 +3,20 @@ from a results store (the report itself is a script run, benchmarks/search/gemmi
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
+from tests.support import load_script
 from zomboss.results import Store
 from zomboss.target import config_key, get_target
 
-SCRIPT = Path(__file__).parents[2] / "scripts" / "gemmini_wins.py"
 SPEC = "mm256"
 
 
 @pytest.fixture(scope="module")
 def wins():
-    spec = importlib.util.spec_from_file_location("gemmini_wins", SCRIPT)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("gemmini_wins")
 
 
 def test_a_cpu_issued_stream_depends_on_the_cpi_and_candidate0_does_not(wins):

@@ -2,20 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
-SCRIPT = Path(__file__).parents[2] / "scripts" / "guided_times.py"
+from tests.support import load_script
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location("guided_times", SCRIPT)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("guided_times")
 
 
 def test_one_instance_gives_a_row_with_its_report_ratio(capsys):

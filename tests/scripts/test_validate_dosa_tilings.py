@@ -3,25 +3,17 @@ run, reported in docs/targets/gemmini-timing.md)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).parents[2] / "scripts" / "validate_dosa_tilings.py"
+from tests.support import load_script
 
 
 @pytest.fixture(scope="module")
 def v():
-    spec = importlib.util.spec_from_file_location("validate_dosa_tilings", SCRIPT)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # (the process pool pickles its functions by module name)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("validate_dosa_tilings")
 
 
 def test_spearman_is_undefined_rather_than_a_crash_for_one_row(v):

@@ -7,42 +7,21 @@ cross compiler is absent."""
 
 from __future__ import annotations
 
-import importlib.util
-import shutil
-import sys
-from pathlib import Path
-
 import pytest
 from zomboss.targets.gemmini.export import c_source
 from zomboss.targets.gemmini.issue import INSTRUCTIONS_PER_COMMAND, STRAIGHT_LIMIT, form_of, issue_cycles
 from zomboss.targets.gemmini.presets import DEFAULT_PRESET, get_preset
 from zomboss.targets.gemmini.simulator import simulate
 
+from tests.support import SPIKE, load_script, spike_missing
 from zomboss.target import get_target
-
-ROOT = Path(__file__).resolve().parents[3]
-SCRIPT = ROOT / "scripts" / "fit_cpu_issue.py"
-SPIKE = ROOT.parent / "shared" / "tools" / "spike"
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("fit_cpu_issue", SCRIPT)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("fit_cpu_issue")
 
 
-def _why_not() -> str | None:
-    if not (SPIKE / "spike-gemmini.tar.xz").exists():
-        return f"no Spike bundle at {SPIKE} (../shared is not beside this checkout)"
-    if shutil.which("riscv64-unknown-elf-gcc") is None:
-        return "no riscv64-unknown-elf-gcc (apt-get install gcc-riscv64-unknown-elf picolibc-riscv64-unknown-elf)"
-    return None
-
-
-@pytest.mark.skipif(_why_not() is not None, reason=_why_not() or "")
+@pytest.mark.skipif(spike_missing() is not None, reason=spike_missing() or "")
 def test_the_per_command_cost_is_the_exported_codes_measured_instruction_count(tmp_path):
     fit = _script()
     shapes = (
