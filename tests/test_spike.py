@@ -136,7 +136,17 @@ WINNERS = sorted((Path(__file__).resolve().parents[1] / "benchmarks" / "search")
 
 
 def _committed_winners() -> list[tuple[str, str]]:
-    return [(f.name, w) for f in WINNERS for w in sorted(json.loads(f.read_text())["winners"])]
+    """(file, workload) of every committed winner, a mapping another file already holds for the
+    same workload once (Spike runs the C, whatever the preset was)."""
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for f in WINNERS:
+        for w, m in sorted(json.loads(f.read_text())["winners"].items()):
+            key = (w, json.dumps(m, sort_keys=True))
+            if key not in seen:
+                seen.add(key)
+                out.append((f.name, w))
+    return out
 
 
 @pytest.mark.slow  # every committed guided winner of the Gemmini suite, each compiled and run on Spike
