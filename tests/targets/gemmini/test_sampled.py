@@ -11,15 +11,15 @@ from zomboss.targets.gemmini import TARGET
 from zomboss.targets.gemmini import sampled as sampled_mod
 from zomboss.targets.gemmini.lowering import lower, output_blocks
 from zomboss.targets.gemmini.mapping import view
-from zomboss.targets.gemmini.presets import DEFAULT_PRESET
+from zomboss.targets.gemmini.presets import DEFAULT_PRESET, get_preset
 from zomboss.targets.gemmini.sampled import sample_blocks, verify_sampled
 
 from zomboss.app import main
 from zomboss.mapping import space
 from zomboss.target import Mode
 
-SPAD_IDS = {"loop_spad_ids": 1}  # an RTL whose loop FSMs pin halves (ucb-bar/gemmini)
 CURRENT = "firesim-f1-llc-current"
+SPAD_IDS = dict(get_preset(CURRENT).rtl.kb_params)  # the current RTL: its loop FSMs pin halves (ucb-bar/gemmini)
 
 
 def _default(spec: str, params: dict[str, int] | None = None):  # noqa: ANN202
