@@ -327,13 +327,11 @@ def preset_for(params: Mapping[str, int]) -> Preset:
     default preset for the doc's own values, `firesim-f1-llc-current` with `--param
     loop_spad_ids=1 --param first_layer_opts=1 --param os_dataflow=1`. The KB's mapping space
     and the simulated platform are then one machine; a mix no preset models is refused."""
+    candidates = (FIRESIM_F1_LLC, FIRESIM_F1_LLC_CURRENT)  # one preset per RTL the doc can describe
     flags = {k: int(params.get(k, 0)) for k in FIRESIM_F1_LLC.rtl.kb_params}
-    for p in (FIRESIM_F1_LLC, FIRESIM_F1_LLC_CURRENT):
+    for p in candidates:
         if p.rtl.kb_params == flags:
             return p
     given = ", ".join(f"{k}={v}" for k, v in flags.items())
-    known = "; ".join(
-        f"{p.name}: " + ", ".join(f"{k}={v}" for k, v in p.rtl.kb_params.items())
-        for p in (FIRESIM_F1_LLC, FIRESIM_F1_LLC_CURRENT)
-    )
+    known = "; ".join(f"{p.name}: " + ", ".join(f"{k}={v}" for k, v in p.rtl.kb_params.items()) for p in candidates)
     raise UnknownPreset(f"no Gemmini timing preset models an RTL with {given} (presets: {known})")

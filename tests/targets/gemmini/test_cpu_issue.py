@@ -59,3 +59,13 @@ def test_the_model_charges_the_form_the_program_is_exported_in(spec, cfg):
     cpi = get_preset(DEFAULT_PRESET).cpu_cpi
     assert sim.stats["cpu_issue"] == pytest.approx(INSTRUCTIONS_PER_COMMAND[form] * cpi)
     assert issue_cycles(len(program), cpi) == sim.stats["cpu_issue"]
+
+
+def test_the_docs_estimate_charges_the_measured_counts(cfg):
+    """gemmini.md's cost estimate restates issue.py's figures as integer parameters (x100, at the
+    default preset's CPI): the two must not drift apart."""
+    params = cfg.kb().params
+    cpi = get_preset(DEFAULT_PRESET).cpu_cpi
+    assert params["cost_issue_x100"] == round(100 * INSTRUCTIONS_PER_COMMAND["straight"] * cpi)
+    assert params["cost_issue_table_x100"] == round(100 * INSTRUCTIONS_PER_COMMAND["table"] * cpi)
+    assert params["straight_limit"] == STRAIGHT_LIMIT
