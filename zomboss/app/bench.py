@@ -60,6 +60,17 @@ def kind_of(guide: str | None, budget: int, seed: int, exhaustive: bool) -> str:
     return f"solve:{guide}:{budget}:{seed}"
 
 
+def reusable(payload: Mapping[str, Any], time_limit: float | None) -> bool:
+    """Whether a stored result answers a run with `time_limit`: any guided or default one; an
+    exhaustive one when it is complete (a proof holds under any limit), or when its own limit
+    was at least this one (an unlimited run takes only a complete result). An incomplete
+    result is run again, resuming from its stored simulations."""
+    if "complete" not in payload or payload["complete"]:
+        return True
+    stored = payload.get("time_limit_s")
+    return time_limit is not None and stored is not None and float(stored) >= time_limit
+
+
 def run_job(job: BenchJob, db: Path) -> tuple[bool, dict[str, Any]]:
     """One instance, in whatever process runs it (pool worker, Ray task or the caller)."""
     t0 = time.perf_counter()
@@ -87,7 +98,8 @@ def run_job(job: BenchJob, db: Path) -> tuple[bool, dict[str, Any]]:
             if job.kind == "exhaustive":
                 from zomboss.solvers.exhaustive import exhaustive
 
-                out = exhaustive(t, wl, job.params, store=store, time_limit=job.time_limit)
+                ex = exhaustive(t, wl, job.params, store=store, time_limit=job.time_limit)
+                return bool(ex.verified), {**ex.to_json(), "time_limit_s": job.time_limit}
             else:
                 from zomboss.solvers.search import SolveConfig, solve
 
@@ -165,7 +177,14 @@ def run_bench(
     results: dict[tuple[str, str], dict[str, Any]] = {}
     todo: list[BenchJob] = []
     for t, w in pairs:
-        row = next((r for r in store.rows(t, kind) if r.workload == w and r.config == keys[t] and r.ok), None)
+        row = next(
+            (
+                r
+                for r in store.rows(t, kind)
+                if r.workload == w and r.config == keys[t] and r.ok and reusable(r.payload, time_limit)
+            ),
+            None,
+        )
         if row is not None:
             results[(t, w)] = row.payload
         else:
@@ -204,7 +223,11 @@ def run_bench(
             still = []
             for j in others:
                 row = next(
-                    (r for r in store.rows(j.target, kind) if r.workload == j.workload and r.config == keys[j.target]),
+                    (
+                        r
+                        for r in store.rows(j.target, kind)
+                        if r.workload == j.workload and r.config == keys[j.target] and reusable(r.payload, time_limit)
+                    ),
                     None,
                 )
                 if row is not None:

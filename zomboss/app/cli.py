@@ -516,14 +516,17 @@ def cmd_bench(args: argparse.Namespace) -> int:
     wall = time.perf_counter() - t0
     ops = {(t, w): get_target(t).workload(w).op for t, w in pairs}
     optima: dict[tuple[str, str], int] = {}
+    proven: dict[tuple[str, str], int] = {}  # the optimum, or the lower bound an unfinished run proved
     store = Store(db)
     for t in suites:
         key = config_key(t, params)
         for row in store.rows(t, "exhaustive"):
             if row.config == key and row.ok and row.payload.get("optimum_cycles"):
                 optima[(t, row.workload)] = int(row.payload["optimum_cycles"])
+            if row.config == key and row.ok and row.payload.get("lower_bound_cycles"):
+                proven[(t, row.workload)] = int(row.payload["lower_bound_cycles"])
     store.close()
-    rows = rows_of({p: results[p] for p in pairs if p in results}, ops, optima)
+    rows = rows_of({p: results[p] for p in pairs if p in results}, ops, optima, proven)
     direct_rows: list[dict[str, Any]] | None = None
     if args.compare_direct:
         direct_rows = compare_rows({p: results[p] for p in pairs if p in results}, bench(DIRECT))

@@ -60,7 +60,9 @@ def geomean(xs: Sequence[float]) -> float | None:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
-def _row(target: str, wid: str, op: str, p: Mapping[str, Any], optimum: int | None) -> dict[str, Any]:
+def _row(
+    target: str, wid: str, op: str, p: Mapping[str, Any], optimum: int | None, proven: int | None = None
+) -> dict[str, Any]:
     ok = bool(p.get("verified")) and "error" not in p
     best, default = p.get("cycles"), p.get("default_cycles") or p.get("cycles")
     bound, space_bound = p.get("bound_cycles"), p.get("space_bound_cycles")
@@ -74,6 +76,9 @@ def _row(target: str, wid: str, op: str, p: Mapping[str, Any], optimum: int | No
         "speedup": speedup(default, best) if ok else None,
         "optimum": optimum,
         "pct_optimum": (optimum / best) if optimum and best else None,
+        # the lowest cycles any legal mapping can reach, proven by an exhaustive run of this
+        # instance (its optimum when it finished, else the bound of what it left unexplored)
+        "proven_bound": proven,
         "bound": bound,
         "pct_bound": (bound / best) if bound and best else None,
         "space_bound": space_bound,
@@ -83,6 +88,14 @@ def _row(target: str, wid: str, op: str, p: Mapping[str, Any], optimum: int | No
         if default and (bound or space_bound)
         else None,
         "simulations": p.get("simulations"),
+        # an exhaustive run's proof state (None for other runs): whether it finished, the
+        # lowest bound of what it left unexplored and the incumbent's gap over it
+        "complete": p.get("complete"),
+        "lower_bound": p.get("lower_bound_cycles"),
+        "gap": p.get("gap"),
+        "legal_mappings": p.get("legal_mappings"),
+        "pruned": p.get("pruned"),
+        "time_limit_s": p.get("time_limit_s"),
         "wall_s": p.get("wall_s"),
         "candidate": p.get("candidate", "-"),
         "breakdown_default": p.get("breakdown_default") or p.get("breakdown") or {},
@@ -97,9 +110,12 @@ def rows_of(
     results: Mapping[tuple[str, str], Mapping[str, Any]],
     ops: Mapping[tuple[str, str], str],
     optima: Mapping[tuple[str, str], int] | None = None,
+    proven: Mapping[tuple[str, str], int] | None = None,
 ) -> list[dict[str, Any]]:
-    optima = optima or {}
-    return [_row(t, w, ops[(t, w)], p, optima.get((t, w))) for (t, w), p in results.items()]
+    """Report rows of bench payloads; `optima` and `proven` (lower bounds) come from the
+    store's exhaustive runs of the same instances."""
+    optima, proven = optima or {}, proven or {}
+    return [_row(t, w, ops[(t, w)], p, optima.get((t, w)), proven.get((t, w))) for (t, w), p in results.items()]
 
 
 def _fmt(v: Any, spec: str = "") -> str:
@@ -160,6 +176,7 @@ def markdown(rows: Sequence[Mapping[str, Any]], title: str, config: Mapping[str,
             f"| {_fmt(r['bound'])} | {_fmt(r['pct_bound'], '.1%')} | {_fmt(r['headroom'], '.2f')} "
             f"| {_fmt(r['simulations'])} | {_fmt(r['wall_s'], '.1f')} | {r['candidate']} |"
         )
+    out += proofs_markdown(rows)
     wins = [r for r in rows if r["speedup"] and r["speedup"] > 1.10]
     out += ["", "## Where the cycles went (wins above 10%)", ""]
     if not wins:
@@ -175,6 +192,53 @@ def markdown(rows: Sequence[Mapping[str, Any]], title: str, config: Mapping[str,
     if errors:
         out += ["", "## Errors", ""] + [f"- {r['target']}:{r['workload']}: {r['error']}" for r in errors]
     return "\n".join(out) + "\n"
+
+
+def proofs_markdown(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """An exhaustive run's proof state per instance; for any other run, how far its kernel is
+    from what an exhaustive run proved (the optimum, or a lower bound of it)."""
+    out: list[str] = []
+    proofs = [r for r in rows if r.get("complete") is not None]
+    if proofs:
+        out += [
+            "",
+            "## Proofs",
+            "",
+            "`optimum` only where the run finished (every legal mapping simulated or proven unable to win);",
+            "otherwise `lower bound` is the lowest sound bound of what it left unexplored and `gap` the",
+            "incumbent's distance above it.",
+            "",
+            "| target | workload | complete | best | optimum | lower bound | gap | legal mappings | simulated "
+            "| pruned | time limit s | wall s |",
+            "|---|---|:-:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for r in proofs:
+            gap = r["gap"]
+            out.append(
+                f"| {r['target']} | {r['workload']} | {'yes' if r['complete'] else 'no'} | {_fmt(r['best'])} "
+                f"| {_fmt(r['best'] if r['complete'] else None)} | {_fmt(r['lower_bound'])} "
+                f"| {_fmt(float(gap) if gap is not None else None, '.2%')} | {_fmt(r['legal_mappings'])} "
+                f"| {_fmt(r['simulations'])} | {_fmt(r['pruned'])} | {_fmt(r['time_limit_s'], '.0f')} "
+                f"| {_fmt(r['wall_s'], '.1f')} |"
+            )
+    held = [r for r in rows if r.get("complete") is None and r.get("proven_bound") and r.get("best")]
+    if held:
+        out += [
+            "",
+            "## Distance to the proven optimum or bound",
+            "",
+            "Each kernel's cycles over the lowest cycles an exhaustive run of the instance proved reachable",
+            "(its optimum when it finished, else its lower bound: then the distance is at most this).",
+            "",
+            "| target | workload | best | proven optimum | proven lower bound | distance |",
+            "|---|---|---:|---:|---:|---:|",
+        ]
+        for r in held:
+            out.append(
+                f"| {r['target']} | {r['workload']} | {_fmt(r['best'])} | {_fmt(r['optimum'])} "
+                f"| {_fmt(r['proven_bound'])} | {r['best'] / r['proven_bound'] - 1:.2%} |"
+            )
+    return out
 
 
 def read_best(text: str) -> dict[tuple[str, str], int]:
