@@ -60,13 +60,16 @@ class SolveConfig:
     min_gain: float = 0.001
     batch: int = 4
     k: int = 1  # sizings per cost class
-    # CP-SAT work for sizing the pool, in its deterministic seconds (machine-independent, so a
+    # CP-SAT work for re-sizing `sized_classes` classes, in its deterministic seconds (machine-independent, so a
     # rerun proposes the same candidates; ~8 wall seconds each on the 2-core reference machine,
     # polish included), classes with the lowest screened estimate first
     pool_seconds: float = 2.5
     # cost classes sized again by CP-SAT, best screened first; the others keep the screen's
-    # sizing (see `build_pool`)
-    sized_classes: int = 16
+    # sizing (see `build_pool`). Zero by default: every guided result of the 69 suite instances
+    # was the same with 16 classes re-sized and with none (the screen's descent and the guide's
+    # refinements reach what CP-SAT's re-sizing found), and re-sizing took 5-10 s of a Gemmini
+    # solve's pool phase (benchmarks/search/solve_times.md)
+    sized_classes: int = 0
     guide_options: dict[str, Any] = field(default_factory=dict)
     # full: functional simulation on VERIFY_SEEDS; sampled: `samples` output blocks per seed
     # (SampledVerifier targets); none: timing only; auto: full unless the operands are too
