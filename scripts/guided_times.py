@@ -4,7 +4,7 @@ bench report (benchmarks/search/solve_times.md).
 One process, instances one after another, no results store (every run searches from
 scratch), the default `SolveConfig` (budget 32): for each instance the wall time, the time in
 the CPU time, the simulations, the winner's cycles and the report's
-`best` with their ratio. The machine's load average is printed with the table: a loaded
+`best` with their ratio, and the wall time of each phase of the search. The machine's load average is printed with the table: a loaded
 machine stretches every wall time.
 
     PYTHONPATH=. .venv/bin/python scripts/guided_times.py gemmini > benchmarks/search/solve_times.md
@@ -21,9 +21,10 @@ import time
 from pathlib import Path
 
 from zomboss.results import read_best
-from zomboss.solvers.search import SolveConfig, solve
+from zomboss.solvers.search import SolveConfig, SolveProgress, solve
 from zomboss.target import get_target
 
+PHASES = ("candidate-0", "pool", "search", "verify")  # SolveProgress.phase, in order
 REPORT = Path(__file__).resolve().parents[1] / "benchmarks" / "search" / "report.md"
 
 
@@ -39,14 +40,26 @@ def main(argv: list[str] | None = None) -> int:
     rows, walls, cpus = [], [], []
     for name in names:
         wl = t.workload(name)
+        marks: list[tuple[str, float]] = []  # (phase, elapsed when it began)
+
+        def status(p: SolveProgress, marks: list[tuple[str, float]] = marks) -> None:
+            if not marks or marks[-1][0] != p.phase:
+                marks.append((p.phase, p.elapsed_s))
+
         t0, c0 = time.perf_counter(), time.process_time()
-        r = solve(t, wl, {}, SolveConfig())
+        r = solve(t, wl, {}, SolveConfig(), status=status)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        marks.append(("end", wall))
+        spent = {a: b2 - b1 for (a, b1), (_, b2) in zip(marks, marks[1:], strict=False)}
+        phases = " | ".join(f"{spent.get(p, 0.0):.1f}" for p in PHASES)
         walls.append(wall)
         cpus.append(cpu)
         ref = best.get((t.name, wl.id))
         ratio = f"{r.cycles / ref:.4f}" if ref else "-"
-        rows.append(f"| {wl.id} | {wall:.1f} | {cpu:.1f} | {r.simulations} | {r.cycles} | {ref or '-'} | {ratio} |")
+        rows.append(
+            f"| {wl.id} | {wall:.1f} | {cpu:.1f} | {phases} | {r.simulations} | {r.pruned} | {r.cycles} "
+            f"| {ref or '-'} | {ratio} |"
+        )
         print(f"{wl.id}: {wall:.1f} s, {r.cycles} cycles", file=sys.stderr, flush=True)
     print(f"# Guided solve wall time: {t.name}\n")
     print(
@@ -57,8 +70,12 @@ def main(argv: list[str] | None = None) -> int:
         f"on an idle machine: the search is single-threaded): median {statistics.median(cpus):.1f} s, "
         f"worst {max(cpus):.1f} s; {len(walls)} instances.\n"
     )
-    print("| workload | wall s | CPU s | simulations | cycles | report best | cycles / report |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| workload | wall s | CPU s | "
+        + " | ".join(f"{p} s" for p in PHASES)
+        + " | simulations | pruned | cycles | report best | cycles / report |"
+    )
+    print("|---|" + "---:|" * (len(PHASES) + 7))
     print("\n".join(rows))
     return 0
 
