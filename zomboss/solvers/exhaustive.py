@@ -22,18 +22,19 @@ same proof state. The winner is verified exactly as in `solve`.
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
 from zomboss import expr as ex
-from zomboss.mapping import KnobMapping, space
+from zomboss.mapping import KnobMapping, Space, space
 from zomboss.results import Store
 from zomboss.solvers.guides.base import SearchState, Simulated
 from zomboss.solvers.search import Programs, Runner, SolveResult, candidate_zero, result_of, verify_winner
-from zomboss.solvers.space import SizingModel, build_pool, fixed_bound
+from zomboss.solvers.space import CostClass, SizingModel, build_pool, fixed_bound
 from zomboss.target import Mode, Params, Target
 from zomboss.workload import Workload
 
@@ -72,7 +73,38 @@ def _sizings(model: SizingModel, time_limit: float) -> tuple[list[dict[str, int]
     return out, status in (cp_model.OPTIMAL, cp_model.INFEASIBLE)
 
 
-SCREENED_CLASSES = 0  # classes CP-SAT sizes again when the bounds need no CP-SAT (the descent seeds the incumbent)
+EAGER_CLASSES = 500
+"""A pool of at most this many cost classes has every class's bound proven by CP-SAT before the
+search, so classes are visited lowest bound first and the run stops once the lowest bound left
+reaches the incumbent. A larger pool (a Gemmini matmul has about 2,700 classes, whose bounds
+take minutes) gets each class's bound when the search reaches it, visiting classes best
+screened estimate first: a time-limited run simulates from the start instead of spending its
+limit on bounds, and what it leaves unexplored is bounded by the target's roofline."""
+
+CLASS_BOUND_LIMIT = 0.3  # CP-SAT's deterministic seconds to prove one class's bound
+
+
+def _estimate(c: CostClass) -> float:
+    """The screened estimate of a class's offered sizing (infinite when unknown)."""
+    est = c.offered[0].estimate if c.offered else None
+    return float("inf") if est is None else float(est)
+
+
+def _prove_bound(sp: Space, shape: Mapping[str, int], c: CostClass, bound: ex.Expr | None, left: float) -> None:
+    """Set `c.bound` to CP-SAT's proven minimum of the doc's bound over the class's legal sizings
+    (left None when no bound is proven in CLASS_BOUND_LIMIT deterministic seconds, or `left`
+    wall seconds); a class with no legal sizing is marked infeasible."""
+    if bound is None or left <= 0:
+        return
+    model = SizingModel(sp, shape, c.members[0])
+    model.model.minimize(model.term(bound))
+    solver = model.solver(CLASS_BOUND_LIMIT)
+    solver.parameters.max_time_in_seconds = min(solver.parameters.max_time_in_seconds, max(0.01, left))
+    status = solver.solve(model.model)
+    if status == cp_model.INFEASIBLE:
+        c.feasible = False
+    elif status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        c.bound = int(math.floor(solver.best_objective_bound))
 
 
 def relative_gap(incumbent: int, lower_bound: int) -> float:
@@ -114,25 +146,35 @@ def exhaustive(
         # estimated by what Candidate-0's verified run just took
         deadline -= 2 * default.wall_s
     roof = t.bound(wl, params)  # sound for every legal mapping: the floor where a class bound is unknown
-    # CP-SAT sizes every class when that is how its bound is proven; a bound that reads no
-    # integer knob is the class's at any sizing, and the screen's sizings seed the incumbent
-    sized = SCREENED_CLASSES if fixed_bound(sp) else None
-    pool = build_pool(kb, wl.op, wl.shape, k=1, near=c0, budget_s=1e9, sized=sized, deadline=deadline)
+    # the screen sizes every class (its sizings seed the incumbent); a bound that reads no
+    # integer knob is the class's at any sizing, others are proven by CP-SAT below
+    pool = build_pool(kb, wl.op, wl.shape, k=1, near=c0, budget_s=1e9, sized=0, deadline=deadline)
     state = SearchState(sp, dict(wl.shape), default, {}, pool.candidates())
     programs = Programs(t, wl, params)
     programs.repeated(c0)
     done: set[str] = {c0.key()}
     sims = legal = pruned_skeletons = 0
     bnd = sp.costs.get("bound")
-    classes = sorted((c for c in pool.classes if c.feasible), key=lambda c: (c.bound is None, c.bound or 0, c.key))
+    feasible = [c for c in pool.classes if c.feasible]
+    lazy = bnd is not None and not fixed_bound(sp) and len(feasible) > EAGER_CLASSES
+    if bnd is not None and not fixed_bound(sp) and not lazy:
+        for each in feasible:
+            if past():
+                break
+            _prove_bound(sp, wl.shape, each, bnd.expr, left())
+    if lazy:  # best screened estimate first; bounds when reached
+        classes = sorted(feasible, key=lambda c: (_estimate(c), c.key))
+    else:
+        classes = sorted(feasible, key=lambda c: (c.bound is None, c.bound or 0, c.key))
     classes_done = 0
 
     def floor_of(i: int) -> int:
-        """The lowest bound of classes[i:] (sorted: the i-th class's, or the roofline if unknown)."""
+        """The lowest bound of classes[i:]: sorted by bound, the i-th class's (the roofline if
+        unknown); visited lazily, the roofline while any class is left (their bounds unknown)."""
         if i >= len(classes):
             return state.best().cycles
         b = classes[i].bound
-        return max(roof, b) if b is not None else roof
+        return max(roof, b) if b is not None and not lazy else roof
 
     def show(phase: str, i: int) -> None:
         if progress is not None:
@@ -162,12 +204,12 @@ def exhaustive(
     for name, m in refs.items():
         if not past() and m.key() not in done and not sp.violations(kb, m, wl.shape):
             simulate(m, name)
-    for c in state.pool:
-        b = c.bound
+    for cand in state.pool:
+        b = cand.bound  # the mapping's own
         if past():
             break
-        if c.mapping.key() not in done and (b is None or b < state.best().cycles):
-            simulate(c.mapping, "cpsat")
+        if cand.mapping.key() not in done and (b is None or b < state.best().cycles):
+            simulate(cand.mapping, "cpsat")
     complete = not past()
     stopped_at = 0  # the first class not fully explored
     for i, cls in enumerate(classes):
@@ -175,6 +217,15 @@ def exhaustive(
         if past():
             complete = False
             break
+        if lazy and cls.bound is None:
+            _prove_bound(sp, wl.shape, cls, bnd.expr if bnd is not None else None, left())
+            if not cls.feasible:  # no legal sizing at all
+                classes_done += 1
+                continue
+        if lazy and cls.bound is not None and cls.bound >= state.best().cycles:
+            pruned_skeletons += len(cls.members)  # this class cannot win; the next may
+            classes_done += 1
+            continue
         if cls.bound is not None and cls.bound >= state.best().cycles:
             pruned_skeletons += sum(len(c.members) for c in classes[i:])
             stopped_at = len(classes)

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from zomboss.solvers.space.cpsat import Translator
 from zomboss.solvers.space.enumerate import Skeleton, skeletons
-from zomboss.solvers.space.pool import Candidate, Pool, build_pool, cost_relevant, distance, fixed_bound
+from zomboss.solvers.space.pool import Candidate, CostClass, Pool, build_pool, cost_relevant, distance, fixed_bound
 from zomboss.solvers.space.sizing import SizingModel, group_skeletons
 from zomboss.solvers.space.summary import describe_space
 
 __all__ = [
     "Candidate",
+    "CostClass",
     "Pool",
     "SizingModel",
     "Skeleton",
