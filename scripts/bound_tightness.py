@@ -96,9 +96,7 @@ def family_rows(samples: int, only: set[str] | None) -> list[str]:
                 ratios, bad = [], 0
                 shapes = GEMMINI_SHAPES[wl.op]
                 for spec in shapes:
-                    r, b = _ratios(
-                        t, t.workload(spec), params, -(-samples // (2 * len(shapes))), f"gemmini/{rtl}/{spec}"
-                    )
+                    r, b = _ratios(t, t.workload(spec), params, -(-samples // len(shapes)), f"gemmini/{rtl}/{spec}")
                     ratios += r
                     bad += b
                 rows.append(_row(target, wl.op, f"{len(shapes)} small shapes, {rtl} RTL", ratios, bad))
@@ -120,7 +118,7 @@ def winner_rows(path: Path, ids: list[str]) -> list[str]:
         m = sp.from_json(d["winners"][wid], wl.shape)
         b = sp.cost("bound", m, wl.shape) or 0
         cycles = t.evaluate(t.instance(wl, params, 0), m, Mode.TIMING).cycles
-        rows.append(f"| {wid} | {b:,} | {cycles:,} | {b / cycles:.3f} | {m.knobs.get('loop')} |")
+        rows.append(f"| {wid} | {b:,} | {cycles:,} | {b / cycles:.3f} | {m.get('loop')} |")
     return rows
 
 
