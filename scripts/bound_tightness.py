@@ -13,7 +13,7 @@ Two tables, in Markdown on stdout:
   for instances given a `zomboss solve --json` result (`--solved FILE ...`), the bound of that
   result's own mapping over its cycles;
 * with `--winners FILE` (`benchmarks/search/gemmini_winners.json`), per listed instance: the bound
-  of the committed winner's mapping over its simulated cycles (timing-only).
+  of the committed winner's mapping over its simulated cycles (timing-only, no extrapolation).
 
     PYTHONPATH=. .venv/bin/python scripts/bound_tightness.py --samples 200 \\
         --instances vta plena --solved results/*.json > benchmarks/bounds/tables.md
@@ -117,7 +117,7 @@ def winner_rows(path: Path, ids: list[str]) -> list[str]:
         sp = space(t.kb(params), wl.op)
         m = sp.from_json(d["winners"][wid], wl.shape)
         b = sp.cost("bound", m, wl.shape) or 0
-        cycles = t.evaluate(t.instance(wl, params, 0), m, Mode.TIMING).cycles
+        cycles = t.evaluate(t.instance(wl, params, 0), m, Mode.TIMING, extrapolate=False).cycles
         rows.append(f"| {wid} | {b:,} | {cycles:,} | {b / cycles:.3f} | {m.get('loop')} |")
     return rows
 
