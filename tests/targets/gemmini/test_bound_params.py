@@ -6,9 +6,15 @@ after a refit. These tests keep the parameters and `presets.py` / `issue.py` fro
 from __future__ import annotations
 
 import math
+import random
 
+import pytest
 from zomboss.targets.gemmini.issue import INSTRUCTIONS_PER_COMMAND, STRAIGHT_LIMIT
 from zomboss.targets.gemmini.presets import FIRESIM_F1_LLC, FIRESIM_F1_LLC_CURRENT, preset_for
+
+from tests.random_mappings import random_mapping
+from zomboss.mapping import space
+from zomboss.target import get_target
 
 PRESETS = (FIRESIM_F1_LLC, FIRESIM_F1_LLC_CURRENT)
 
@@ -54,3 +60,32 @@ def test_the_bound_charges_the_measured_issue_cost(cfg):
         assert params[name] == math.floor(least + 1e-9), name
         assert params[name] <= least + 1e-9, name
     assert params["straight_limit"] == STRAIGHT_LIMIT
+
+
+# With a prohibitive table cost and no straight-line form, the bound is the CPU-issue chain alone:
+# bound_overhead + (the bound's instruction floor) x 10**6
+ISSUE_ONLY = {"bound_issue_table_x100": 10**8, "straight_limit": 0}
+
+
+@pytest.mark.parametrize("spec", ["matmul:M=37,N=50,K=71,bias=1", "conv:N=1,H=15,W=15,C=3,K=20,R=3,S=3,stride=2,pad=1"])
+def test_the_bounds_instruction_floor_is_at_most_the_lowered_program(spec):
+    """The bound charges a table's issue cost once its floor on the unrolled stream's CPU-issued
+    instructions exceeds straight_limit, which is sound only if the floor never exceeds the
+    program's length (the slow property test rarely reaches a table: its shapes are small)."""
+    t = get_target("gemmini")
+    wl = t.workload(spec)
+    sp = space(t.kb(ISSUE_ONLY), wl.op)
+    rng = random.Random(spec)
+    checked = 0
+    for _ in range(200):
+        m = random_mapping(t, wl, rng.randint(0, 10_000), [rng.randint(-3, 3) for _ in range(16)], within=50.0)
+        if m is None or m.get("loop") != "sw":
+            continue
+        bound = sp.cost("bound", m, wl.shape)
+        assert bound is not None
+        floor = (bound - sp.params["bound_overhead"]) // 10**6
+        assert 0 < floor <= len(t.lower(t.instance(wl, {}, 0), m)), m.key()
+        checked += 1
+        if checked == 4:
+            break
+    assert checked == 4
