@@ -5,15 +5,20 @@ Two tables, in Markdown on stdout:
 * per target and op family: bound / simulated cycles over random legal mappings of the
   family's smallest suite instance (`tests/random_mappings.py`, the property test's draws;
   timing-only, no extrapolation), median and 10th percentile, and whether any bound exceeded
-  its cycles (a bug);
+  its cycles (a bug); Gemmini's on the slow test's small inline shapes instead, per RTL
+  (`tests/solvers/test_bound.py`: GEMMINI_SHAPES, the doc's own and the current RTL's params);
 * per suite instance: the bound minimised over the whole legal space (CP-SAT per cost class,
   `solvers.space.build_pool`, proven; "-" where the budget ran out before every class was
   bounded) over the best known kernel's cycles (`benchmarks/search/report.md`'s `best`), and,
   for instances given a `zomboss solve --json` result (`--solved FILE ...`), the bound of that
-  result's own mapping over its cycles.
+  result's own mapping over its cycles;
+* with `--winners FILE` (`benchmarks/search/gemmini_winners.json`), per listed instance: the bound
+  of the committed winner's mapping over its simulated cycles (timing-only, no extrapolation).
 
     PYTHONPATH=. .venv/bin/python scripts/bound_tightness.py --samples 200 \\
         --instances vta plena --solved results/*.json > benchmarks/bounds/tables.md
+    PYTHONPATH=. .venv/bin/python scripts/bound_tightness.py --samples 200 --families gemmini \\
+        --winners benchmarks/search/gemmini_winners.json --winner-ids odd_pad conv_s2
 """
 
 from __future__ import annotations
@@ -27,9 +32,11 @@ import time
 from pathlib import Path
 
 from tests.random_mappings import families, random_mapping
+from tests.solvers.test_bound import GEMMINI_CURRENT, GEMMINI_SHAPES
 from zomboss.mapping import space
 from zomboss.solvers.space import build_pool
-from zomboss.target import Mode, get_target, target_names
+from zomboss.target import Mode, Target, get_target, target_names
+from zomboss.workload import Workload
 
 REPORT = Path(__file__).resolve().parent.parent / "benchmarks" / "search" / "report.md"
 
@@ -44,6 +51,35 @@ def best_known(path: Path = REPORT) -> dict[tuple[str, str], int]:
     return out
 
 
+def _ratios(t: Target, wl: Workload, params: dict[str, int], samples: int, seed: str) -> tuple[list[float], int]:
+    """bound / simulated cycles of `samples` random legal mappings (the slow test's draws for
+    `seed`), and how many bounds exceeded their cycles."""
+    sp = space(t.kb(params), wl.op)
+    rng = random.Random(seed)
+    ratios: list[float] = []
+    bad = tries = 0
+    while len(ratios) < samples and tries < 20 * samples:
+        tries += 1
+        pick = rng.randint(0, 10_000)
+        m = random_mapping(t, wl, pick, [rng.randint(-3, 3) for _ in range(16)], within=8.0, params=params)
+        if m is None:
+            continue
+        b = sp.cost("bound", m, wl.shape) or 0
+        cycles = t.evaluate(t.instance(wl, params, 0), m, Mode.TIMING, extrapolate=False).cycles
+        ratios.append(b / cycles)
+        bad += b > cycles
+    return ratios, bad
+
+
+def _row(target: str, op: str, instance: str, ratios: list[float], bad: int) -> str:
+    ratios = sorted(ratios)
+    p10 = ratios[len(ratios) // 10]
+    return (
+        f"| {target} | {op} | {instance} | {len(ratios)} | {statistics.median(ratios):.3f} | {p10:.3f} "
+        f"| {ratios[-1]:.3f} | {bad} |"
+    )
+
+
 def family_rows(samples: int, only: set[str] | None) -> list[str]:
     rows = ["| target | op family | instance | mappings | bound / cycles: median | 10th percentile | max | violations |",
             "|---|---|---|---:|---:|---:|---:|---:|"]  # fmt: skip
@@ -52,28 +88,37 @@ def family_rows(samples: int, only: set[str] | None) -> list[str]:
             continue
         t = get_target(target)
         wl = t.workload(wid)
-        sp = space(t.kb({}), wl.op)
-        if "bound" not in sp.costs:
+        if "bound" not in space(t.kb({}), wl.op).costs:
             rows.append(f"| {target} | {wl.op} | {wid} | - | no bound | | | |")
             continue
-        rng = random.Random(f"{target}/{wid}")  # the slow property test's draws
-        ratios: list[float] = []
-        bad = tries = 0
-        while len(ratios) < samples and tries < 20 * samples:
-            tries += 1
-            m = random_mapping(t, wl, rng.randint(0, 10_000), [rng.randint(-3, 3) for _ in range(16)], within=8.0)
-            if m is None:
-                continue
-            b = sp.cost("bound", m, wl.shape) or 0
-            cycles = t.evaluate(t.instance(wl, {}, 0), m, Mode.TIMING, extrapolate=False).cycles
-            ratios.append(b / cycles)
-            bad += b > cycles
-        ratios.sort()
-        p10 = ratios[len(ratios) // 10]
-        rows.append(
-            f"| {target} | {wl.op} | {wid} | {len(ratios)} | {statistics.median(ratios):.3f} | {p10:.3f} "
-            f"| {ratios[-1]:.3f} | {bad} |"
-        )
+        if target == "gemmini":  # the slow test's small shapes, per RTL
+            for rtl, params in (("dosa", {}), ("current", GEMMINI_CURRENT)):
+                ratios, bad = [], 0
+                shapes = GEMMINI_SHAPES[wl.op]
+                for spec in shapes:
+                    r, b = _ratios(t, t.workload(spec), params, -(-samples // len(shapes)), f"gemmini/{rtl}/{spec}")
+                    ratios += r
+                    bad += b
+                rows.append(_row(target, wl.op, f"{len(shapes)} small shapes, {rtl} RTL", ratios, bad))
+            continue
+        ratios, bad = _ratios(t, wl, {}, samples, f"{target}/{wid}")  # the slow property test's draws
+        rows.append(_row(target, wl.op, wid, ratios, bad))
+    return rows
+
+
+def winner_rows(path: Path, ids: list[str]) -> list[str]:
+    """The bound of each committed winner's mapping over its simulated cycles."""
+    d = json.loads(path.read_text())
+    t = get_target("gemmini")
+    params = d["params"]
+    rows = ["| workload | winner's bound | its cycles | bound / cycles | issued by |", "|---|---:|---:|---:|---|"]
+    for wid in ids or list(d["winners"]):
+        wl = t.workload(wid)
+        sp = space(t.kb(params), wl.op)
+        m = sp.from_json(d["winners"][wid], wl.shape)
+        b = sp.cost("bound", m, wl.shape) or 0
+        cycles = t.evaluate(t.instance(wl, params, 0), m, Mode.TIMING, extrapolate=False).cycles
+        rows.append(f"| {wid} | {b:,} | {cycles:,} | {b / cycles:.3f} | {m.get('loop')} |")
     return rows
 
 
@@ -117,11 +162,17 @@ def main() -> None:
     ap.add_argument("--instances", nargs="*", default=[], help="targets whose suite gets the space bound")
     ap.add_argument("--solved", nargs="*", type=Path, default=[], help="`zomboss solve --json` outputs")
     ap.add_argument("--budget", type=float, default=600.0, help="CP-SAT deterministic seconds per instance")
+    ap.add_argument("--winners", type=Path, help="a gemmini_winners*.json: the bound of each winner over its cycles")
+    ap.add_argument("--winner-ids", nargs="*", default=[], help="the instances of --winners (default: all)")
     args = ap.parse_args()
     if args.samples:
         print("\n".join(family_rows(args.samples, set(args.families) if args.families else None)))
         print()
-    print("\n".join(instance_rows(set(args.instances), args.solved, args.budget)))
+    if args.instances or args.solved:
+        print("\n".join(instance_rows(set(args.instances), args.solved, args.budget)))
+        print()
+    if args.winners:
+        print("\n".join(winner_rows(args.winners, args.winner_ids)))
 
 
 if __name__ == "__main__":
