@@ -59,7 +59,7 @@ from .config import DOC, PlenaConfig
 from .hwloop import min_executed
 from .instance import PlenaInstance
 from .layout import Geometry, Kernel
-from .lowering import lower
+from .lowering import identity, lower
 from .mapping import library_default
 from .run import PlenaRun
 from .sampled import verify_sampled
@@ -119,6 +119,10 @@ class PlenaTarget(TargetBase[PlenaConfig, PlenaInstance, Kernel]):
 
     def make_lowering(self, inst: PlenaInstance, mapping: KnobMapping) -> Kernel:
         return lower(inst.cfg.kb, mapping, inst.workload)
+
+    def program_identity(self, inst: PlenaInstance, mapping: KnobMapping) -> Hashable | None:
+        """`lowering.identity`: a linear's effective knob values (its lowering is the costly one)."""
+        return identity(inst.cfg.kb, mapping, inst.workload)
 
     def program_of(self, lowered: Kernel) -> Program:
         return lowered.program

@@ -21,7 +21,7 @@ sampled`).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 from zomboss.errors import WorkloadError
@@ -629,6 +629,40 @@ def lower(kb: KB, mapping: KnobMapping, wl: Workload) -> Kernel:
     check_shape(wl, geo.mlen, geo.blen, geo.mram_tiles)
     check(kb, mapping, wl)
     return FAMILIES[wl.op](mapping, wl, geo)
+
+
+def linear_identity(m: KnobMapping, wl: Workload, geo: Geometry) -> Hashable:
+    """What `lower_linear`'s instructions depend on besides the workload and machine: mappings
+    with equal identities lower to the same instructions (a knob value past what the shape
+    uses — a K chunk or column group wider than K or N, an m_block over every span's row
+    blocks, `order` with a single chunk or group, `add_rows` with a single chunk or only full
+    row blocks — changes nothing), so a search can tell a duplicate program without lowering
+    it. Not the converse: unequal identities may still lower alike."""
+    plan = linear_plan(m, wl, geo)
+    k_chunk, n_block, m_block = m.int("k_chunk"), m.int("n_block"), m.int("m_block")
+    blocks = max(cdiv(rows, geo.mlen) for _, rows in plan.spans)
+    passes = len(plan.k_chunks) * len(plan.groups) * sum(cdiv(cdiv(r, geo.mlen), m_block) for _, r in plan.spans)
+    lazy = passes * (4 * k_chunk * n_block + 30 * n_block * m_block) > LAZY_STATIC  # as lower_linear decides
+    multi = len(plan.k_chunks) > 1
+    ragged = any(rows % geo.mlen for _, rows in plan.spans)
+    return (
+        plan,
+        min(m_block, blocks),
+        m.flag("unroll"),
+        m.flag("hoist_csr"),
+        m.sym("tile_order"),
+        m.sym("order") if multi and len(plan.groups) > 1 else None,
+        m.sym("add_rows") if multi and ragged else None,
+        lazy,
+    )
+
+
+def identity(kb: KB, mapping: KnobMapping, wl: Workload) -> Hashable | None:
+    """`linear_identity` for a linear (whose lowering is the slow one to repeat), else None:
+    no shortcut, the program itself decides."""
+    if wl.op != "linear":
+        return None
+    return linear_identity(mapping, wl, Geometry.from_params(kb.params))
 
 
 def lower_slice(kb: KB, mapping: KnobMapping, wl: Workload, keep: frozenset[Block]) -> Kernel:

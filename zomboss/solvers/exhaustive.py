@@ -8,8 +8,10 @@ class bound first, where CP-SAT proved the minimum of the bound over the class),
 is a constraint of each skeleton's CP-SAT model (`bound < incumbent`, tightened as the
 incumbent improves), so CP-SAT never enumerates a sizing that cannot win; the sizings it does
 enumerate are simulated lowest bound first, and a mapping whose program was already simulated
-is counted once. The run ends with a proof as soon as the lowest remaining class bound reaches
-the incumbent.
+is counted once (told without lowering it when the target's `program_identity` equals one
+already lowered: most of a linear's sizings repeat a few programs, and lowering each took
+far longer than the few simulations). The run ends with a proof as soon as the lowest
+remaining class bound reaches the incumbent.
 
 The answer is a MIP solver's: `optimum_cycles` only when proven, and always the lower bound of
 what is left unexplored (`lower_bound_cycles`; the target's roofline stands in for classes whose
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
@@ -185,9 +187,18 @@ def exhaustive(
                 )
             )
 
+    inst = t.instance(wl, params, 0)
+    identities: set[Hashable] = set()  # the target's program identities already lowered
+
     def simulate(m: KnobMapping, source: str) -> None:
         nonlocal sims
         done.add(m.key())
+        ident = t.program_identity(inst, m)
+        if ident is not None and ident in identities:  # the same program as one lowered before
+            state.duplicate_keys.add(m.key())
+            return
+        if ident is not None:
+            identities.add(ident)
         if programs.repeated(m):
             state.duplicate_keys.add(m.key())
             return

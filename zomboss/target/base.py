@@ -139,6 +139,10 @@ class TargetBase(Generic[C, I, L]):
     def lower(self, inst: I, mapping: KnobMapping) -> Program:
         return self.program_of(self.lowered(inst, mapping))
 
+    def program_identity(self, inst: I, mapping: KnobMapping) -> Hashable | None:
+        """None: no stand-in, a search compares the lowered programs themselves."""
+        return None
+
     def reference_mappings(self, wl: Workload, params: Params) -> dict[str, KnobMapping]:
         raise NotImplementedError
 

@@ -10,7 +10,7 @@ instruction) and verified (functional + timing + checker, compared with NumPy).
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -112,6 +112,12 @@ class Target(Protocol):
 
     def lower(self, inst: Instance, mapping: KnobMapping) -> Program:
         """The program of a legal mapping (raises IllegalMapping naming the doc constraint)."""
+        ...
+
+    def program_identity(self, inst: Instance, mapping: KnobMapping) -> Hashable | None:
+        """A cheap stand-in for the program of a legal mapping: equal identities lower to equal
+        instructions (unequal ones may too), None when the target offers none. A search tells
+        a repeated program by it without lowering the mapping."""
         ...
 
     def evaluate(self, inst: Instance, mapping: KnobMapping, mode: Mode, *, extrapolate: bool = True) -> Evaluation:
