@@ -20,8 +20,9 @@ from zomboss.solvers.space import SizingModel, skeletons
     ("spec", "params"),
     [
         ("linear:M=64,K=256,N=192", {}),  # one row block, K chunks and column groups
-        ("linear:M=132,K=128,N=128", {}),  # three row blocks, the last partial
-        ("linear:M=192,K=128,N=128", {"vram_rows": 512}),  # row spans stored to HBM
+        # the other two take half a minute together: `make test-slow`
+        pytest.param("linear:M=132,K=128,N=128", {}, marks=pytest.mark.slow),  # three row blocks, the last partial
+        pytest.param("linear:M=192,K=128,N=128", {"vram_rows": 512}, marks=pytest.mark.slow),  # row spans to HBM
     ],
 )
 def test_equal_identities_lower_alike(spec: str, params: dict[str, int]) -> None:
