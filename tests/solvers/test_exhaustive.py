@@ -160,3 +160,16 @@ def test_ctrl_c_stops_promptly_with_exit_130(tmp_path):
     assert rc == 130, err
     assert took < 15.0
     assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(("target", "wid"), [("vta", "dense_128"), ("plena", "lin_60m_kv")])
+def test_lazy_class_bounds_prove_the_same_optimum(target, wid, monkeypatch):
+    """A pool too large to prove every class bound first (Gemmini's) visits classes by estimate
+    and proves each bound when it reaches it: the same proven optimum as the eager order."""
+    t = get_target(target)
+    wl = t.workload(wid)
+    eager = exhaustive(t, wl, {})
+    monkeypatch.setattr("zomboss.solvers.exhaustive.EAGER_CLASSES", 0)
+    lazy = exhaustive(t, wl, {})
+    assert eager.complete and lazy.complete
+    assert lazy.optimum_cycles == eager.optimum_cycles == lazy.lower_bound_cycles

@@ -4,7 +4,8 @@ Every legal mapping — each skeleton clingo enumerates, times each legal sizing
 simulated (timing-only) or proven unable to beat the best kernel found so far by the doc's
 sound `cost bound`. The incumbent starts at Candidate-0 and the reference mappings, then the
 pool's best estimates, so pruning bites early. Cost classes are then visited best-first (lowest
-class bound first, where CP-SAT proved the minimum of the bound over the class), and the bound
+class bound first, where CP-SAT proved the minimum of the bound over the class; a pool of
+thousands of classes proves each class's bound when it reaches it, `EAGER_CLASSES`), and the bound
 is a constraint of each skeleton's CP-SAT model (`bound < incumbent`, tightened as the
 incumbent improves), so CP-SAT never enumerates a sizing that cannot win; the sizings it does
 enumerate are simulated lowest bound first, and a mapping whose program was already simulated
@@ -164,6 +165,7 @@ def exhaustive(
             if past():
                 break
             _prove_bound(sp, wl.shape, each, bnd.expr, left())
+        feasible = [c for c in feasible if c.feasible]  # CP-SAT may find a class without a legal sizing
     if lazy:  # best screened estimate first; bounds when reached
         classes = sorted(feasible, key=lambda c: (_estimate(c), c.key))
     else:
