@@ -131,9 +131,7 @@ def lower_linear(m: KnobMapping, wl: Workload, geo: Geometry, keep: frozenset[Bl
     x = al.vram("X", rows_max, k)
     y = al.vram("Y", rows_max, n, phys_rows=cdiv(rows_max, geo.mlen) * geo.mlen)
     temp = al.vram("Y_temp", geo.mlen, geo.mlen) if len(chunks) > 1 else None
-    k_chunk, n_block = m.int("k_chunk"), m.int("n_block")
-    passes = len(chunks) * len(groups) * sum(cdiv(cdiv(r, geo.mlen), m_block) for _, r in plan.spans)
-    asm = Asm(lazy=keep is None and passes * (4 * k_chunk * n_block + 30 * n_block * m_block) > LAZY_STATIC)
+    asm = Asm(lazy=keep is None and kept_lazy(m, plan, geo))
     block0 = [0]  # the row-block index of each span's first row block
     for _, rows in plan.spans:
         block0.append(block0[-1] + cdiv(rows, geo.mlen))
@@ -631,6 +629,14 @@ def lower(kb: KB, mapping: KnobMapping, wl: Workload) -> Kernel:
     return FAMILIES[wl.op](mapping, wl, geo)
 
 
+def kept_lazy(m: KnobMapping, plan: LinearPlan, geo: Geometry) -> bool:
+    """Whether a whole linear's program is kept as a lazily built nest: its estimated static
+    instructions exceed LAZY_STATIC."""
+    k_chunk, n_block, m_block = m.int("k_chunk"), m.int("n_block"), m.int("m_block")
+    passes = len(plan.k_chunks) * len(plan.groups) * sum(cdiv(cdiv(r, geo.mlen), m_block) for _, r in plan.spans)
+    return passes * (4 * k_chunk * n_block + 30 * n_block * m_block) > LAZY_STATIC
+
+
 def linear_identity(m: KnobMapping, wl: Workload, geo: Geometry) -> Hashable:
     """What `lower_linear`'s instructions depend on besides the workload and machine: mappings
     with equal identities lower to the same instructions (a knob value past what the shape
@@ -639,10 +645,8 @@ def linear_identity(m: KnobMapping, wl: Workload, geo: Geometry) -> Hashable:
     row blocks — changes nothing), so a search can tell a duplicate program without lowering
     it. Not the converse: unequal identities may still lower alike."""
     plan = linear_plan(m, wl, geo)
-    k_chunk, n_block, m_block = m.int("k_chunk"), m.int("n_block"), m.int("m_block")
+    m_block = m.int("m_block")
     blocks = max(cdiv(rows, geo.mlen) for _, rows in plan.spans)
-    passes = len(plan.k_chunks) * len(plan.groups) * sum(cdiv(cdiv(r, geo.mlen), m_block) for _, r in plan.spans)
-    lazy = passes * (4 * k_chunk * n_block + 30 * n_block * m_block) > LAZY_STATIC  # as lower_linear decides
     multi = len(plan.k_chunks) > 1
     ragged = any(rows % geo.mlen for _, rows in plan.spans)
     return (
@@ -653,7 +657,7 @@ def linear_identity(m: KnobMapping, wl: Workload, geo: Geometry) -> Hashable:
         m.sym("tile_order"),
         m.sym("order") if multi and len(plan.groups) > 1 else None,
         m.sym("add_rows") if multi and ragged else None,
-        lazy,
+        kept_lazy(m, plan, geo),
     )
 
 
