@@ -19,7 +19,7 @@ from typing import Any
 
 from zomboss.errors import ZombossError
 from zomboss.results import Store
-from zomboss.results.store import kind_family
+from zomboss.results.store import Row, kind_family
 from zomboss.target import config_key, get_target, target_names
 
 
@@ -176,16 +176,15 @@ def run_bench(
             store.forget(t, w, keys[t], family)
     results: dict[tuple[str, str], dict[str, Any]] = {}
     todo: list[BenchJob] = []
+
+    def stored(t: str, w: str) -> Row | None:
+        """The stored result of this run of (t, w) that answers it, if any (ok or not)."""
+        rows = (r for r in store.rows(t, kind) if r.workload == w and r.config == keys[t])
+        return next((r for r in rows if reusable(r.payload, time_limit)), None)
+
     for t, w in pairs:
-        row = next(
-            (
-                r
-                for r in store.rows(t, kind)
-                if r.workload == w and r.config == keys[t] and r.ok and reusable(r.payload, time_limit)
-            ),
-            None,
-        )
-        if row is not None:
+        row = stored(t, w)
+        if row is not None and row.ok:
             results[(t, w)] = row.payload
         else:
             todo.append(BenchJob(t, w, kind, guide, budget, seed, time_limit, params, dict(guide_options or {})))
@@ -222,14 +221,7 @@ def run_bench(
             time.sleep(1.0)
             still = []
             for j in others:
-                row = next(
-                    (
-                        r
-                        for r in store.rows(j.target, kind)
-                        if r.workload == j.workload and r.config == keys[j.target] and reusable(r.payload, time_limit)
-                    ),
-                    None,
-                )
+                row = stored(j.target, j.workload)
                 if row is not None:
                     results[(j.target, j.workload)] = row.payload
                     bar.update(task, advance=1)

@@ -521,9 +521,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     for t in suites:
         key = config_key(t, params)
         for row in store.rows(t, "exhaustive"):
-            if row.config == key and row.ok and row.payload.get("optimum_cycles"):
+            if row.config != key or not row.ok:
+                continue
+            if row.payload.get("optimum_cycles"):
                 optima[(t, row.workload)] = int(row.payload["optimum_cycles"])
-            if row.config == key and row.ok and row.payload.get("lower_bound_cycles"):
+            if row.payload.get("lower_bound_cycles"):
                 proven[(t, row.workload)] = int(row.payload["lower_bound_cycles"])
     store.close()
     rows = rows_of({p: results[p] for p in pairs if p in results}, ops, optima, proven)
