@@ -70,7 +70,7 @@ def main() -> int:
     env = {**os.environ, "OPENAI_API_KEY": KEY}
     t0 = time.perf_counter()
     with Loopback(hostile) as srv:
-        cmd = [sys.executable, "-m", "zomboss.app.cli", "bench", "--suite", args.suite, "--guide", "llm"]
+        cmd = [sys.executable, "-m", "zomboss", "bench", "--suite", args.suite, "--guide", "llm"]
         cmd += ["--budget", str(args.budget), "--workers", str(args.workers), "--db", str(db)]
         cmd += ["--report", str(report), "--llm-base-url", srv.base_url, "--llm-model", "hostile"]
         cmd += ["--llm-timeout", str(args.timeout), "--llm-record", str(work / "run.jsonl"), "--json"]

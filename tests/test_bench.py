@@ -17,7 +17,7 @@ import pytest
 from zomboss.app import main
 from zomboss.target import get_target, target_names
 
-ZOMBOSS = [sys.executable, "-m", "zomboss.app.cli"]
+ZOMBOSS = [sys.executable, "-m", "zomboss"]
 
 
 def _smallest(name: str) -> str:

@@ -28,6 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("solvers",),
     ("app",),
     ("api",),  # the public Python API (zomboss/api.py): calls what the command line calls
+    ("__main__",),  # `python -m zomboss`: runs the command line
 )
 LAYER = {pkg: i for i, names in enumerate(LAYERS) for pkg in names}
 

@@ -31,7 +31,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 _BIN = Path(sys.executable).parent / "zomboss"  # the installed command (.venv/bin/zomboss)
-ZOMBOSS = [str(_BIN)] if _BIN.exists() else [sys.executable, "-m", "zomboss.app.cli"]
+ZOMBOSS = [str(_BIN)] if _BIN.exists() else [sys.executable, "-m", "zomboss"]
 TOY = ROOT / "tests" / "data" / "toy.md"
 TOY_TEXT = TOY.read_text()
 MEMORY = 1 << 30  # RLIMIT_AS of every probe

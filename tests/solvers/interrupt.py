@@ -10,7 +10,7 @@ import time
 
 def interrupt(args: list[str], after: float) -> tuple[int, str, float]:
     p = subprocess.Popen(
-        [sys.executable, "-m", "zomboss.app.cli", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-m", "zomboss", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
         time.sleep(after)

@@ -100,7 +100,7 @@ def test_relative_gap():
 def run_cli(*args: str, env_tmp) -> tuple[int, dict, float]:
     t0 = time.perf_counter()
     p = subprocess.run(
-        [sys.executable, "-m", "zomboss.app.cli", *args, "--json", "--db", str(env_tmp / "z.sqlite")],
+        [sys.executable, "-m", "zomboss", *args, "--json", "--db", str(env_tmp / "z.sqlite")],
         capture_output=True,
         text=True,
         timeout=600,
@@ -125,7 +125,7 @@ def test_exhaustive_cli_reports_its_proof_state_and_resumes(tmp_path):
 
 def test_gap_flag_rejects_a_non_fraction(tmp_path):
     p = subprocess.run(
-        [sys.executable, "-m", "zomboss.app.cli", "solve", "plena", "lin_60m_kv", "--exhaustive", "--gap", "5"],
+        [sys.executable, "-m", "zomboss", "solve", "plena", "lin_60m_kv", "--exhaustive", "--gap", "5"],
         capture_output=True,
         text=True,
         timeout=120,
