@@ -33,7 +33,13 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 LAYER = {pkg: i for i, names in enumerate(LAYERS) for pkg in names}
 
 # The solvers' roles, lowest first: the space, the guides that rank inside it, the search loops.
-SOLVER_LAYERS: tuple[tuple[str, ...], ...] = (("space",), ("guides",), ("search",), ("exhaustive", "direct"))
+SOLVER_LAYERS: tuple[tuple[str, ...], ...] = (
+    ("space",),
+    ("guides",),
+    ("workers",),
+    ("search",),
+    ("exhaustive", "direct"),
+)
 SOLVER_LAYER = {role: i for i, names in enumerate(SOLVER_LAYERS) for role in names}
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from zomboss.app.check import check_file
-from zomboss.app.cli import best_mapping, read_mapping, solve_kind, store_solve
+from zomboss.app.cli import best_mapping, read_mapping, solve_jobs, solve_kind, store_solve
 from zomboss.errors import ZombossError
 from zomboss.knowledge import KB
 from zomboss.knowledge import query as _query
@@ -189,6 +189,7 @@ def solve(
     fresh: str | None = None,
     verify: str = "auto",
     samples: int = 8,
+    jobs: int | None = None,
     db: str | Path | None = None,
     llm_base_url: str | None = None,
     llm_model: str | None = None,
@@ -207,7 +208,9 @@ def solve(
     says (an exhaustive run verifies whole: "auto" or "full"). The result is stored in the results
     store (`db`, default `results_db()`) under the same kind as the command line's, and every
     simulation as it completes, so a rerun repeats nothing unless `fresh` is "kind" (forget this
-    kind of run's stored results first: guided or exhaustive) or "all" (every kind's).
+    kind of run's stored results first: guided or exhaustive) or "all" (every kind's). `jobs`
+    simulations run at once in worker processes (None: one per usable CPU, at most 4); the
+    result is the same for any number.
 
     The `llm_*` keywords configure `guide="llm"` (endpoint, model, per-request timeout, rounds,
     record / replay files; `$OPENAI_BASE_URL` and `$ZOMBOSS_LLM_MODEL` otherwise). `status` is
@@ -222,6 +225,8 @@ def solve(
     _check_verify(verify)
     _at_least("samples", samples, 1)
     _at_least("budget", budget, 1)
+    if jobs is not None:
+        _at_least("jobs", jobs, 1)
     if time_limit is not None and not time_limit > 0:
         raise ZombossError(f"time_limit={time_limit}: expected a number of seconds > 0")
     if gap is not None and not 0 <= gap < 1:
@@ -258,6 +263,7 @@ def solve(
                 guide_options={k: v for k, v in options.items() if v is not None} if guide == "llm" else {},
                 verify=verify,
                 samples=samples,
+                jobs=solve_jobs(jobs),
             )
             res = _solve(t, wl, overrides, cfg, store=store, status=status)
             kind = solve_kind(guide, budget, seed, res.verified_by)

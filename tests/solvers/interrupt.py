@@ -1,4 +1,5 @@
-"""Ctrl-C a `zomboss` command after some seconds: (exit status, stderr, seconds it took to exit)."""
+"""Ctrl-C a `zomboss` command after some seconds, or once a condition holds: (exit status,
+stderr, seconds it took to exit)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,23 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 
-def interrupt(args: list[str], after: float) -> tuple[int, str, float]:
+def interrupt(args: list[str], after: float, until: Callable[[], bool] | None = None) -> tuple[int, str, float]:
+    """Interrupt after `after` seconds, or with `until`, as soon as it holds (polled; at most
+    `after` seconds, then the test fails)."""
     p = subprocess.Popen(
         [sys.executable, "-m", "zomboss", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
-        time.sleep(after)
+        if until is None:
+            time.sleep(after)
+        else:
+            deadline = time.monotonic() + after
+            while not until():
+                assert time.monotonic() < deadline and p.poll() is None, "the condition never held while it ran"
+                time.sleep(0.1)
         t0 = time.perf_counter()
         p.send_signal(signal.SIGINT)
         _, err = p.communicate(timeout=60)

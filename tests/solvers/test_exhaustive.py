@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from tests.solvers.interrupt import interrupt
 from zomboss.mapping import space
 from zomboss.results import Store
-from zomboss.solvers.exhaustive import _sizings, exhaustive, relative_gap
+from zomboss.solvers.exhaustive import exhaustive, relative_gap
 from zomboss.solvers.search import Programs
 from zomboss.solvers.space import SizingModel
 from zomboss.solvers.space.enumerate import skeletons
@@ -48,7 +48,7 @@ def brute_force(target: str, wid: str) -> tuple[int, int]:
     programs = Programs(t, wl, {})
     best, legal = None, 0
     for sk in skeletons(kb, wl.op, wl.shape):
-        sizings, finished = _sizings(SizingModel(sp, wl.shape, sk.as_dict()), 600.0)
+        sizings, finished = SizingModel(sp, wl.shape, sk.as_dict()).every_sizing(600.0)
         assert finished
         for values in sizings:
             m = sp.from_skeleton(sk.as_dict(), values, wl.shape)

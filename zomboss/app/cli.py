@@ -255,6 +255,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
             guide_options=_llm_options(args),
             verify=args.verify,
             samples=args.samples,
+            jobs=solve_jobs(args.jobs),
         )
         with solve_display(enabled=not args.json) as show_solve:
             res = solve(t, wl, params, cfg, store=store, status=show_solve)
@@ -860,6 +861,14 @@ def build_parser() -> argparse.ArgumentParser:
     so.add_argument(
         "--samples", type=int, default=8, metavar="N", help="output blocks --verify sampled checks per seed (default 8)"
     )
+    so.add_argument(
+        "--jobs",
+        type=count(1),
+        default=None,
+        metavar="N",
+        help="simulations run at once in worker processes, ahead of the guided search, which decides as with 1 "
+        "(default: the usable CPUs, at most 4; capped at the usable CPUs)",
+    )
     so.set_defaults(fn=cmd_solve)
 
     dr = sub.add_parser(
@@ -985,6 +994,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     i.set_defaults(fn=cmd_info)
     return p
+
+
+def solve_jobs(asked: int | None) -> int:
+    """`solve --jobs`: the usable CPUs (at most a batch of proposals) by default, and never
+    more than the usable CPUs (said on stderr)."""
+    from zomboss.solvers.search import SolveConfig
+    from zomboss.solvers.workers import usable_cpus
+
+    cpus = usable_cpus()
+    if asked is None:
+        return min(cpus, SolveConfig.batch)
+    if asked > cpus:
+        print(f"zomboss: --jobs {asked}: capped at {cpus}, the CPUs this process may use", file=sys.stderr)
+    return min(asked, cpus)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -58,24 +58,6 @@ class ExhaustiveProgress:
     elapsed_s: float
 
 
-def _sizings(model: SizingModel, time_limit: float) -> tuple[list[dict[str, int]], bool]:
-    """Every legal sizing of a skeleton model (and whether CP-SAT finished enumerating)."""
-    solver = model.solver(max(0.01, time_limit))  # one worker; Ctrl-C left to the command
-    solver.parameters.max_deterministic_time = float("inf")
-    solver.parameters.enumerate_all_solutions = True
-    solver.parameters.max_time_in_seconds = max(0.01, time_limit)
-    out: list[dict[str, int]] = []
-
-    class _Collect(cp_model.CpSolverSolutionCallback):
-        def on_solution_callback(self) -> None:
-            vals = {k: int(self.value(v)) for k, v in model.vars.items()}
-            vals.update(model.fixed)
-            out.append({k.name: vals[k.name] for k in model.space.integer})
-
-    status = solver.solve(model.model, _Collect())
-    return out, status in (cp_model.OPTIMAL, cp_model.INFEASIBLE)
-
-
 EAGER_CLASSES = 500
 """A pool of at most this many cost classes has every class's bound proven by CP-SAT before the
 search, so classes are visited lowest bound first and the run stops once the lowest bound left
@@ -251,7 +233,7 @@ def exhaustive(
             model = SizingModel(sp, wl.shape, sk)
             if bnd is not None:  # CP-SAT enumerates only the sizings that can still win
                 model.tr.require(ex.Bin("<", bnd.expr, ex.Int(state.best().cycles)))
-            sizings, finished = _sizings(model, left())
+            sizings, finished = model.every_sizing(left())
             if not finished:
                 complete = False
                 break

@@ -29,11 +29,13 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from zomboss.errors import ZombossError
+from zomboss.knowledge import KB
 from zomboss.mapping import KnobMapping, MappingError, Space, space
 from zomboss.results import Record, Store, speedup
 from zomboss.solvers.guides.base import Guide, Proposal, Rejection, SearchState, Simulated
 from zomboss.solvers.guides.make import make_guide
 from zomboss.solvers.space import Pool, build_pool
+from zomboss.solvers.workers import Workers
 from zomboss.target import Evaluation, Mode, Params, SampledVerifier, Target, config_key
 from zomboss.util import LimitError, TooLargeToVerify
 from zomboss.workload import Workload
@@ -76,6 +78,10 @@ class SolveConfig:
     # large to allocate, then sampled where the target can (else timing only), saying why
     verify: str = "full"
     samples: int = 8
+    # simulations run at once (`--jobs`): above 1, worker processes simulate a batch's
+    # proposals, Candidate-0 (while the pool is built) and the winner's two verification seeds
+    # ahead of the search, which decides exactly as with 1 (`zomboss.solvers.workers`)
+    jobs: int = 1
 
 
 @dataclass(frozen=True)
@@ -224,6 +230,18 @@ class Runner:
         self.verify, self.samples = verify, samples
         self.verify_reason = ""
         self.checks: list[dict[str, Any]] = []  # Candidate-0's sampled check, first in the verification log
+        self.workers: Workers | None = None  # simulations run ahead (`prefetch`), taken by `run`
+
+    def prefetch(self, m: KnobMapping, mode: Mode, seed: int = 0) -> None:
+        """Have a worker start the simulation `run` will be asked for (nothing when there are
+        no workers or the store holds it)."""
+        if self.workers is None or self.workers.pool is None:
+            return
+        if self.store is not None:
+            tr = self.store.trial(self.t.name, self.wl.id, self.config, m.key(), mode.value, seed)
+            if tr is not None and tr.cycles is not None:
+                return
+        self.workers.submit(m, mode, seed)
 
     def run(
         self, m: KnobMapping, mode: Mode, seed: int = 0, source: str = ""
@@ -235,24 +253,36 @@ class Runner:
                 self.cached += 1
                 return tr.cycles, tr.verified, dict(tr.payload.get("breakdown", {})), tr.wall_s or 0.0, True
         t0 = time.perf_counter()
-        ev: Evaluation = self.t.evaluate(self.t.instance(self.wl, self.params, seed), m, mode)
-        wall = time.perf_counter() - t0
+        ahead = self.workers.take(m, mode, seed) if self.workers is not None else None
+        ev: Evaluation = ahead or self.t.evaluate(self.t.instance(self.wl, self.params, seed), m, mode)
+        wall = ev.wall_s if ahead is not None else time.perf_counter() - t0
+        self._keep(ev, seed, wall, source or self.guide)
+        return ev.cycles, ev.verified, dict(ev.breakdown), wall, False
+
+    def _keep(self, ev: Evaluation, seed: int, wall: float, source: str) -> None:
+        """Commit one simulation to the store (if any)."""
         if self.store is not None:
             self.store.put_trial(
                 self.t.name,
                 self.wl.id,
                 self.config,
-                m.key(),
-                mode.value,
+                ev.mapping.key(),
+                ev.mode.value,
                 seed,
                 cycles=ev.cycles,
                 verified=ev.verified,
-                guide=source or self.guide,
+                guide=source,
                 wall_s=wall,
                 tokens=None,
-                payload={"mapping": m.to_json(), "breakdown": dict(ev.breakdown), "report": dict(ev.report)},
+                payload={"mapping": ev.mapping.to_json(), "breakdown": dict(ev.breakdown), "report": dict(ev.report)},
             )
-        return ev.cycles, ev.verified, dict(ev.breakdown), wall, False
+
+    def keep_ahead(self) -> None:
+        """Commit the simulations workers finished but the search never took (nothing computed
+        is lost: a rerun finds them in the store)."""
+        if self.workers is not None:
+            for ev in self.workers.finished():
+                self._keep(ev, ev.seed, ev.wall_s, "ahead")
 
     def sampled(self, m: KnobMapping, seed: int) -> tuple[bool, dict[str, Any]]:
         """`samples` output blocks of `m` (chosen by `seed`, on inputs drawn from it) verified
@@ -306,7 +336,7 @@ class Programs:
 
 
 def check_proposal(
-    kb: Any, sp: Space, shape: Mapping[str, int], state: SearchState, p: Proposal
+    kb: KB, sp: Space, shape: Mapping[str, int], state: SearchState, p: Proposal
 ) -> KnobMapping | Rejection:
     """A legal canonical mapping, or the rejection with every violated rule and its doc line."""
     values = dict(p.values)
@@ -358,18 +388,54 @@ def solve(
     runner = Runner(t, wl, params, store, guide.name, cfg.verify, cfg.samples)
     refs = t.reference_mappings(wl, params)
     c0 = refs["library"]
+    runner.workers = Workers(t, wl, params, cfg.jobs)
+    try:
+        return _search(t, wl, params, cfg, kb, sp, guide, runner, c0, refs, store, show, progress, t_start)
+    finally:
+        runner.keep_ahead()
+        runner.workers.close()
+
+
+def _search(
+    t: Target,
+    wl: Workload,
+    params: Params,
+    cfg: SolveConfig,
+    kb: KB,
+    sp: Space,
+    guide: Guide,
+    runner: Runner,
+    c0: KnobMapping,
+    refs: Mapping[str, KnobMapping],
+    store: Store | None,
+    show: Callable[[str, int, int | None], None],
+    progress: Callable[[str, int, int], None] | None,
+    t_start: float,
+) -> SolveResult:
+    """`solve` once its runner (and workers) are set up."""
     show("candidate-0", 0, None)
-    default = candidate_zero(runner, sp, c0)
-    show("pool", 0, default.cycles)
-    pool: Pool = build_pool(
-        kb,
-        wl.op,
-        wl.shape,
-        k=cfg.k,
-        near=c0,
-        budget_s=cfg.pool_seconds,
-        sized=cfg.sized_classes,
-    )
+
+    def build() -> Pool:
+        return build_pool(
+            kb,
+            wl.op,
+            wl.shape,
+            k=cfg.k,
+            near=c0,
+            budget_s=cfg.pool_seconds,
+            sized=cfg.sized_classes,
+            fill=cfg.budget,
+        )
+
+    if cfg.jobs > 1:  # Candidate-0 simulated by a worker while the pool is built
+        runner.prefetch(c0, Mode.VERIFIED if runner.verify in ("auto", "full") else Mode.TIMING, 0)
+        show("pool", 0, None)
+        pool = build()
+        default = candidate_zero(runner, sp, c0)
+    else:
+        default = candidate_zero(runner, sp, c0)
+        show("pool", 0, default.cycles)
+        pool = build()
     others = {n: m for n, m in refs.items() if n != "library"}
     state = SearchState(sp, dict(wl.shape), default, others, pool.candidates(), kb=kb, workload=wl.id)
     programs = Programs(t, wl, params)
@@ -380,6 +446,8 @@ def solve(
         props = guide.propose(state, min(cfg.batch, cfg.budget - sims))
         if not props:
             break
+        if cfg.jobs > 1:
+            ahead(runner, kb, sp, wl.shape, state, props)
         for p in props:
             if sims >= cfg.budget:
                 break
@@ -440,6 +508,22 @@ def solve(
         history=history,
         llm=usage if isinstance(usage, dict) else None,
     )
+
+
+def ahead(
+    runner: Runner, kb: KB, sp: Space, shape: Mapping[str, int], state: SearchState, props: list[Proposal]
+) -> None:
+    """Start simulating the batch's proposals the search will simulate unless a kernel found
+    earlier in the batch prunes them: legal, new, and not pruned by the incumbent as it stands."""
+    best = state.best().cycles
+    seen = state.seen()
+    for p in props:
+        got = check_proposal(kb, sp, shape, state, p)
+        if isinstance(got, Rejection) or got.key() in seen:
+            continue
+        bound = sp.cost("bound", got, shape)
+        if bound is None or bound < best:
+            runner.prefetch(got, Mode.TIMING, 0)
 
 
 def candidate_zero(runner: Runner, sp: Space, c0: KnobMapping) -> Simulated:
@@ -545,6 +629,8 @@ def verify_winner(runner: Runner, state: SearchState) -> tuple[Simulated, list[d
             continue
         results = []
         bd: Mapping[str, int] = {}
+        for seed in VERIFY_SEEDS:
+            runner.prefetch(cand.mapping, Mode.VERIFIED, seed)
         for seed in VERIFY_SEEDS:
             cycles, ok, bd, _, _ = runner.run(cand.mapping, Mode.VERIFIED, seed, "verify")
             results.append({"seed": seed, "verified": bool(ok), "cycles": cycles})

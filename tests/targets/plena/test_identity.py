@@ -12,7 +12,6 @@ import pytest
 from zomboss.targets.plena import TARGET
 
 from zomboss.mapping import KnobMapping, space
-from zomboss.solvers.exhaustive import _sizings
 from zomboss.solvers.space import SizingModel, skeletons
 
 
@@ -32,7 +31,7 @@ def test_equal_identities_lower_alike(spec: str, params: dict[str, int]) -> None
     inst = TARGET.instance(wl, params)
     groups: dict[Hashable, list[KnobMapping]] = defaultdict(list)
     for sk in (s.as_dict() for s in skeletons(kb, wl.op, wl.shape)):
-        sizings, finished = _sizings(SizingModel(sp, wl.shape, sk), 60.0)
+        sizings, finished = SizingModel(sp, wl.shape, sk).every_sizing(60.0)
         assert finished
         for v in sizings:
             m = sp.from_skeleton(sk, v, wl.shape)

@@ -110,6 +110,7 @@ def build_pool(
     sized: int | None = None,
     screen_limit: float = 0.01,
     deadline: float | None = None,
+    fill: int = 0,
 ) -> Pool:
     """Enumerate, class, screen and size. `near` (Candidate-0) picks each class's
     representative and breaks ties.
@@ -124,7 +125,10 @@ def build_pool(
     A class CP-SAT did not size has its bound only when the doc's bound reads no integer knob
     (one value for every sizing); otherwise None. `deadline` (a `time.perf_counter()` instant;
     the exhaustive search's time limit) ends screening and sizing early, in wall time: classes
-    not screened by then offer no sizing."""
+    not screened by then offer no sizing. `fill` (the guided search's budget) is the number of
+    candidates the pool should offer at least: a small space (one cost class, as on VTA) gives
+    its best classes further sizings, CP-SAT's next best by the estimate, up to that many, so
+    the budget is spent on the estimate's best kernels rather than left unused."""
     sp = space(kb, op)
     t0 = time.perf_counter()
     sks = [s.as_dict() for s in skeletons(kb, op, shape)]
@@ -188,7 +192,7 @@ def build_pool(
             spent += model.work
             continue
         c.sizings = [first.values]
-        c.sizings += _more(model, est.expr if est else None, first.values, k - 1, time_limit)
+        c.sizings += _more(model, est.expr if est else None, c.sizings, k - 1, time_limit)
         if est is not None and not first.optimal:
             c.sizings = _dedup([polish(kb, sp, shape, c.members[0], v) for v in c.sizings])
         if d is not None and d.estimate is not None and first.objective is not None and d.estimate < first.objective:
@@ -199,6 +203,7 @@ def build_pool(
             low = model.solve(bnd.expr, time_limit)
             c.bound = None if low is None else low.bound
         spent += model.work
+    _fill(sp, shape, sorted(classes.values(), key=by_estimate), fill, deadline)
     for c in classes.values():
         if c.feasible:
             ms = [mapping_of(c, v) for v in c.sizings]
@@ -325,15 +330,51 @@ def _dedup(sizings: list[dict[str, int]]) -> list[dict[str, int]]:
     return out
 
 
+FILL_SECONDS = 1.0  # wall seconds to enumerate one class's sizings for `fill`
+FILL_SIZINGS = 20_000  # a class with more legal sizings than this is not ranked whole
+
+
+def _fill(
+    sp: Space,
+    shape: Mapping[str, int],
+    ranked: list[CostClass],
+    fill: int,
+    deadline: float | None,
+) -> None:
+    """Give the best-ranked classes further sizings until the pool holds `fill` (see
+    `build_pool`): each class's legal sizings are enumerated (a small space has a few hundred)
+    and ranked by the estimate, so the next ones offered are exactly the estimate's next best. A
+    class CP-SAT cannot enumerate in FILL_SECONDS, or with more than FILL_SIZINGS sizings,
+    keeps the sizing it has (a pool that large does not need filling)."""
+    held = sum(len(c.sizings) for c in ranked if c.feasible)
+    for c in ranked:
+        if held >= fill or _past(deadline):
+            return
+        if not c.feasible or not c.sizings:
+            continue
+        every, finished = SizingModel(sp, shape, c.members[0]).every_sizing(FILL_SECONDS)
+        if not finished or len(every) > FILL_SIZINGS:
+            continue
+        estimate = {
+            i: sp.cost("estimate", sp.from_skeleton(c.members[0], v, shape), shape) for i, v in enumerate(every)
+        }
+        order = sorted(range(len(every)), key=lambda i: (estimate[i] or 0, sorted(every[i].items())))
+        extra = [every[i] for i in order if every[i] not in c.sizings][: fill - held]
+        c.sizings += extra
+        held += len(extra)
+
+
 def _more(
-    model: SizingModel, objective: ex.Expr | None, first: dict[str, int], n: int, time_limit: float
+    model: SizingModel, objective: ex.Expr | None, found: list[dict[str, int]], n: int, time_limit: float
 ) -> list[dict[str, int]]:
     """The next `n` best sizings: re-solve, each time excluding the sizings found so far."""
     out: list[dict[str, int]] = []
-    seen = [first]
+    seen = list(found)
+    excluded = 0
     for _ in range(n):
-        for s in seen[len(out) :]:
+        for s in seen[excluded:]:
             _exclude(model, s)
+        excluded = len(seen)
         sol = model.solve(objective, time_limit)
         if sol is None:
             break

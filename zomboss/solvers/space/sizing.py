@@ -93,6 +93,25 @@ class SizingModel:
         out.update({k: int(v) for k, v in self.fixed.items()})
         return {k.name: out[k.name] for k in self.space.integer}
 
+    def every_sizing(self, time_limit: float) -> tuple[list[dict[str, int]], bool]:
+        """Every legal sizing (and whether CP-SAT finished enumerating them within `time_limit`
+        wall seconds): the exhaustive search's enumeration, and the pool's for a small space."""
+        solver = self.solver(max(0.01, time_limit))
+        solver.parameters.max_deterministic_time = float("inf")
+        solver.parameters.enumerate_all_solutions = True
+        solver.parameters.max_time_in_seconds = max(0.01, time_limit)
+        out: list[dict[str, int]] = []
+        model = self
+
+        class _Collect(cp_model.CpSolverSolutionCallback):
+            def on_solution_callback(self) -> None:
+                vals = {k: int(self.value(v)) for k, v in model.vars.items()}
+                vals.update(model.fixed)
+                out.append({k.name: vals[k.name] for k in model.space.integer})
+
+        status = solver.solve(self.model, _Collect())
+        return out, status in (cp_model.OPTIMAL, cp_model.INFEASIBLE)
+
     def solve(self, objective: ex.Expr | None = None, time_limit: float = 5.0) -> Sizing | None:
         """A feasible sizing (None if none), minimising `objective` when given."""
         if objective is not None:

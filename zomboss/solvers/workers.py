@@ -1,0 +1,106 @@
+"""Simulations run ahead of the search in worker processes, so a solve uses the machine's cores.
+
+The search decides sequentially (each proposal is pruned, counted and compared against the
+incumbent in order), but its costly part, a simulation, depends only on the mapping. So the
+search says which simulations it is about to need (`submit`: a batch's proposals, Candidate-0
+while the pool is built, the winner's two verification seeds), the workers run them, and
+`take` hands each result over when the sequential code reaches it. The decisions, and so the
+result, are those of a search with no workers; a simulation the search no longer needs (its
+proposal pruned by a kernel found earlier in the batch) is wasted time, nothing else.
+
+Workers are forked from the solving process once the target and its KB are loaded, ignore
+Ctrl-C (the solving process owns it and terminates them) and die with their parent (Linux:
+`PR_SET_PDEATHSIG`). A worker that fails hands back nothing: the search then runs that
+simulation itself, and so raises the error exactly as without workers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import multiprocessing
+import multiprocessing.pool
+import os
+import signal
+import sys
+
+from zomboss.mapping import KnobMapping
+from zomboss.target import Evaluation, Mode, Params, Target
+from zomboss.workload import Workload
+
+_Key = tuple[str, str, int]  # (mapping key, mode, seed)
+
+# What a forked worker simulates: set by `Workers` just before it forks them (one solve at a
+# time in a process; the workers inherit it, nothing is pickled but mappings and evaluations)
+_JOB: tuple[Target, Workload, Params] | None = None
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity, where the platform tells)."""
+    with contextlib.suppress(AttributeError):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def _die_with_parent() -> None:
+    """A worker whose solving process is killed (kill -9) must not run on: on Linux the kernel
+    sends it SIGKILL (`prctl(PR_SET_PDEATHSIG)`); elsewhere Pool's own sentinel ends it once
+    the parent's pipes close."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            libc = ctypes.CDLL("libc.so.6", use_errno=True)
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        if os.getppid() == 1:  # the parent died before the prctl took effect
+            os._exit(1)
+
+
+def _simulate(m: KnobMapping, mode: str, seed: int) -> Evaluation | None:
+    assert _JOB is not None
+    t, wl, params = _JOB
+    try:
+        return t.evaluate(t.instance(wl, params, seed), m, Mode(mode))
+    except Exception:  # noqa: BLE001 - handed back as "none": the search reruns it and raises it itself
+        return None
+
+
+class Workers:
+    """`jobs` worker processes simulating one instance ahead of the search (see the module
+    docstring). With `jobs` <= 1 there are none: `submit` does nothing and `take` returns
+    None, so the search simulates everything itself."""
+
+    def __init__(self, t: Target, wl: Workload, params: Params, jobs: int) -> None:
+        global _JOB
+        self.pending: dict[_Key, multiprocessing.pool.AsyncResult[Evaluation | None]] = {}
+        self.pool: multiprocessing.pool.Pool | None = None
+        if jobs > 1 and "fork" in multiprocessing.get_all_start_methods():
+            _JOB = (t, wl, dict(params))
+            self.pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_die_with_parent)
+
+    def submit(self, m: KnobMapping, mode: Mode, seed: int) -> None:
+        """Start simulating `m` (if no worker already is)."""
+        key = (m.key(), mode.value, seed)
+        if self.pool is not None and key not in self.pending:
+            self.pending[key] = self.pool.apply_async(_simulate, (m, mode.value, seed))
+
+    def take(self, m: KnobMapping, mode: Mode, seed: int) -> Evaluation | None:
+        """The submitted simulation's evaluation (waiting for it), or None when none was
+        submitted or its worker failed."""
+        job = self.pending.pop((m.key(), mode.value, seed), None)
+        return None if job is None else job.get()
+
+    def finished(self) -> list[Evaluation]:
+        """The simulations that ended but were never taken (each handed over once): what the
+        search ran ahead and then did not need, or had no time to take."""
+        done = [k for k, job in self.pending.items() if job.ready() and job.successful()]
+        out = [self.pending.pop(k).get() for k in done]
+        return [ev for ev in out if ev is not None]
+
+    def close(self) -> None:
+        """Stop the workers now, whatever they are running (the search has what it needs, or
+        was interrupted)."""
+        if self.pool is not None:
+            self.pool.terminate()
+            self.pool.join()
+            self.pool = None
+        self.pending.clear()
