@@ -76,6 +76,12 @@ class SearchState:
     def estimate(self, m: KnobMapping) -> int | None:
         return self.space.cost("estimate", m, self.shape)
 
+    def can_win(self, m: KnobMapping) -> bool:
+        """Whether the doc's sound bound leaves `m` a chance to beat the best kernel so far (the
+        search prunes it otherwise, so a guide's proposal of it is spent on nothing)."""
+        bound = self.space.cost("bound", m, self.shape)
+        return bound is None or bound < self.best().cycles
+
 
 class Guide(Protocol):
     name: str

@@ -1,13 +1,15 @@
 """The cost guide (the default): Candidate-0's named siblings, then the pool in the order of the
-doc's cost estimate, alternating with single-knob refinements of the best kernel so far."""
+doc's cost estimate, alternating with single-knob refinements of the best kernel so far, and
+once both run dry, every other legal value of one integer knob of the best kernel."""
 
 from __future__ import annotations
 
 from zomboss.mapping import KnobMapping
 from zomboss.solvers.guides.base import Proposal, SearchState, refinements
-from zomboss.solvers.space import Candidate, distance
+from zomboss.solvers.space import Candidate, SizingModel, distance
 
 STALE_AFTER = 3  # edits of a kernel, none faster, before the climb restarts elsewhere
+LINE_SECONDS = 0.5  # CP-SAT's wall seconds to enumerate one integer knob's legal values
 
 
 class CostGuide:
@@ -27,6 +29,7 @@ class CostGuide:
         self._pos = [0, 0]
         self._turn = 0
         self._tries: dict[str, int] = {}  # refinements proposed from each kernel
+        self._lines: dict[str, list[KnobMapping]] = {}  # each best kernel's line edits not yet proposed
 
     def propose(self, state: SearchState, n: int) -> list[Proposal]:
         out: list[Proposal] = []
@@ -41,6 +44,8 @@ class CostGuide:
             self._picks += 1
             if self._picks % 2 == 0 or self._pool_pos >= len(state.pool):
                 ref = self._refinement(state, seen)
+                if ref is None and self._pool_pos >= len(state.pool):
+                    ref = self._line(state, seen)
                 if ref is not None:
                     out.append(Proposal(ref.as_dict(), source="refine", note="edit of the best kernel so far"))
                     seen.add(ref.key())
@@ -73,8 +78,23 @@ class CostGuide:
         self._pool_pos = len(state.pool)
         return None
 
+    def _line(self, state: SearchState, taken: set[str]) -> KnobMapping | None:
+        """When the pool is spent and the climb has nowhere left to go: the best kernel with one
+        integer knob at any other legal value (single-knob edits only step to a neighbouring
+        value), best estimate first, among those the sound bound does not rule out."""
+        best = state.best().mapping
+        if best.key() not in self._lines:
+            self._lines[best.key()] = line_edits(state, best)
+        queue = self._lines[best.key()]
+        while queue:
+            m = queue.pop(0)
+            if m.key() not in taken and state.can_win(m) and state.legal(m):
+                return m
+        return None
+
     def _refinement(self, state: SearchState, taken: set[str]) -> KnobMapping | None:
-        """The best-estimate legal edit of the fastest kernel that is still worth climbing from:
+        """The best-estimate legal edit (one the sound bound does not rule out) of the fastest
+        kernel that is still worth climbing from:
         a kernel stops being one after STALE_AFTER edits of it (none of which beat it, or the
         best would have moved), and so does every kernel one edit away from it, so the climb
         restarts from a different kernel (another family, often) rather than circling a local
@@ -88,8 +108,34 @@ class CostGuide:
             here = base.mapping.as_dict()
             if self._tries.get(base.mapping.key(), 0) >= STALE_AFTER or any(distance(here, x) < 2 for x in stale):
                 continue
-            cands = [m for m in refinements(state, base.mapping) if m.key() not in taken and state.legal(m)]
+            cands = [
+                m
+                for m in refinements(state, base.mapping)
+                if m.key() not in taken and state.can_win(m) and state.legal(m)
+            ]
             if cands:
                 self._tries[base.mapping.key()] = self._tries.get(base.mapping.key(), 0) + 1
                 return min(cands, key=lambda m: (state.estimate(m) or 0, m.key()))
         return None
+
+
+def line_edits(state: SearchState, base: KnobMapping) -> list[KnobMapping]:
+    """Every legal mapping that differs from `base` in one integer knob (CP-SAT enumerates each
+    knob's values with the others fixed), best estimate first."""
+    sp, shape = state.space, state.shape
+    skeleton = dict(sp.skeleton(base))
+    values = base.as_dict()
+    out: dict[str, KnobMapping] = {}
+    for knob in sp.integer:
+        model = SizingModel(sp, shape, skeleton)
+        if knob.name not in model.vars:
+            continue
+        for name, var in model.vars.items():
+            if name != knob.name:
+                model.model.add(var == int(values[name]))
+        sizings, _ = model.every_sizing(LINE_SECONDS)
+        for sizes in sizings:
+            if sizes[knob.name] != values[knob.name]:
+                m = sp.from_skeleton(skeleton, sizes, shape)
+                out[m.key()] = m
+    return sorted(out.values(), key=lambda m: (state.estimate(m) or 0, m.key()))
