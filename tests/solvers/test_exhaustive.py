@@ -173,3 +173,35 @@ def test_lazy_class_bounds_prove_the_same_optimum(target, wid, monkeypatch):
     lazy = exhaustive(t, wl, {})
     assert eager.complete and lazy.complete
     assert lazy.optimum_cycles == eager.optimum_cycles == lazy.lower_bound_cycles
+
+
+def test_the_stored_verified_winner_is_the_first_incumbent(tmp_path):
+    from zomboss.solvers.search import SolveConfig, solve
+    from zomboss.target import config_key
+
+    t = get_target("vta")
+    wl = t.workload("dense_128")
+    store = Store(tmp_path / "z.sqlite")
+    guided = solve(t, wl, {}, SolveConfig(budget=8), store=store)
+    store.put(t.name, wl.id, "solve:cost:8:0", config_key(t.name, {}), True, guided.to_json())
+    res = exhaustive(t, wl, {}, store=store)
+    store.close()
+    assert res.complete and res.cycles <= guided.cycles
+    if res.cycles == guided.cycles:  # the stored winner came first, so no later tie replaces it
+        assert res.source == "stored winner"
+
+
+def test_a_stored_winner_the_kb_rejects_is_skipped_with_a_warning(tmp_path, capsys):
+    from zomboss.target import config_key
+
+    t = get_target("vta")
+    wl = t.workload("dense_128")
+    c0 = t.reference_mappings(wl, {})["library"].to_json()
+    illegal = {**c0, "knobs": {**c0["knobs"], "tile_b": 5}}  # tile_b must divide M = 128
+    store = Store(tmp_path / "z.sqlite")
+    payload = {"verified": True, "verified_by": "full", "cycles": 1, "mapping": illegal}
+    store.put(t.name, wl.id, "solve:cost:8:0", config_key(t.name, {}), True, payload)
+    res = exhaustive(t, wl, {}, store=store)
+    store.close()
+    assert res.complete and res.source != "stored winner"
+    assert "stored solve:cost:8:0 winner breaks map.tile_b" in capsys.readouterr().err

@@ -33,12 +33,14 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from zomboss import expr as ex
-from zomboss.mapping import KnobMapping, Space, space
+from zomboss.knowledge import KB
+from zomboss.mapping import KnobMapping, MappingError, Space, space
 from zomboss.results import Store
 from zomboss.solvers.guides.base import SearchState, Simulated
 from zomboss.solvers.search import Programs, Runner, SolveResult, candidate_zero, result_of, verify_winner
 from zomboss.solvers.space import CostClass, SizingModel, build_pool, fixed_bound
 from zomboss.target import Mode, Params, Target
+from zomboss.util import warn_once
 from zomboss.workload import Workload
 
 ENUMERATION_LIMIT = 3600.0  # wall seconds for one skeleton's enumeration when the run has no time limit
@@ -90,6 +92,28 @@ def _prove_bound(sp: Space, shape: Mapping[str, int], c: CostClass, bound: ex.Ex
         c.feasible = False
     elif status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         c.bound = int(math.floor(solver.best_objective_bound))
+
+
+def stored_winner(store: Store | None, target: str, config: str, sp: Space, kb: KB, wl: Workload) -> KnobMapping | None:
+    """The verified winner the store holds for this instance and config (a guided search's, or
+    an earlier exhaustive run's), if it is a legal mapping of today's space: a row is data, so a
+    mapping that no longer parses or that the KB rejects is skipped with a warning."""
+    row = None if store is None else store.winner(target, wl.id, config)
+    if row is None:
+        return None
+    try:
+        m = sp.from_json(row.payload["mapping"], wl.shape, f"the stored {row.kind} winner")
+    except MappingError as e:
+        warn_once(f"winner:{target}:{wl.id}", f"{e}; not used as the exhaustive search's first incumbent")
+        return None
+    found = sp.violations(kb, m, wl.shape)
+    if found:
+        warn_once(
+            f"winner:{target}:{wl.id}",
+            f"the stored {row.kind} winner breaks {found[0].rule}; not used as the exhaustive search's first incumbent",
+        )
+        return None
+    return m
 
 
 def relative_gap(incumbent: int, lower_bound: int) -> float:
@@ -195,7 +219,11 @@ def exhaustive(
         )
 
     show("incumbent", 0)
-    # a strong incumbent first: the other references, then each class's best estimate
+    # a strong incumbent first: the store's verified winner (a guided search's, typically), the
+    # other references, then each class's best estimate
+    seed = stored_winner(store, t.name, runner.config, sp, kb, wl)
+    if seed is not None and not past() and seed.key() not in done:
+        simulate(seed, "stored winner")
     for name, m in refs.items():
         if not past() and m.key() not in done and not sp.violations(kb, m, wl.shape):
             simulate(m, name)
