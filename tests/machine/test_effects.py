@@ -161,3 +161,66 @@ def test_a_declared_macro_needs_a_hook_and_its_expansion_runs():
     run = GenericSim(kb, {"toy.expand": lambda: hook}).run([Instr("expand", (5,))], mem, timing=False)
     assert run.instructions == 3 and run.counts == {"expand": 1, "latch": 1, "spread": 1}
     assert mem.arrays["m"][0].tolist() == [5, 1, 2, 0]
+
+
+GEMM = """
+```isa
+param n = 64
+memory acc { rows: n, width: 16, type: int32 }
+memory inp { rows: n, width: 16, type: int8 }
+memory wgt { rows: 4, width: 256, type: int8 }
+view acc_t { of: acc, rows: 1, cols: 16 }
+view inp_t { of: inp, rows: 1, cols: 16 }
+view wgt_t { of: wgt, rows: 16, cols: 16 }
+instr gemm(c: int 0..1000000000)
+  unit u
+  effect over i < c, j < 4 { acc_t[i % n] = mac(acc_t[i % n], inp_t[(i + j) % n], wgt_t[j], bt = 1) }
+memory out { rows: n, width: 16, type: int32 }
+view out_t { of: out, rows: 1, cols: 16 }
+instr spread(c: int 0..64)
+  unit u
+  effect over i < c { out_t[i] = mac(acc_t[i], inp_t[i], wgt_t[i % 4], bt = 1) }
+instr fold(c: int 0..64)
+  unit u
+  effect over i < c { out_t[i % 8] = mac(acc_t[i], inp_t[(i + 3) % n], wgt_t[i % 4], bt = 1) }
+```
+"""
+
+
+def test_an_effect_computed_in_chunks_equals_one_computed_at_once(monkeypatch):
+    """A GEMM's points (each reading a 16x16 weight) accumulate into repeated targets, and
+    distinct targets are written in one round: in chunks of a few points, the same result."""
+    from zomboss.machine import effects
+
+    kb = compile_doc(parse_doc(GEMM, "g.md"), "g", {})
+    rng = np.random.default_rng(0)
+    mems = []
+    for chunk in (effects.CHUNK_VALUES, 3 * 256):
+        monkeypatch.setattr(effects, "CHUNK_VALUES", chunk)
+        mem = Memories(kb)
+        mem.arrays["inp"][:] = (
+            rng.integers(-128, 128, mem.arrays["inp"].shape, dtype=np.int8) if not mems else mems[0][0]
+        )
+        mem.arrays["wgt"][:] = (
+            rng.integers(-128, 128, mem.arrays["wgt"].shape, dtype=np.int8) if not mems else mems[0][1]
+        )
+        inp, wgt = mem.arrays["inp"].copy(), mem.arrays["wgt"].copy()
+        apply(mem, kb.instrs["gemm"].effects[0], {"c": 200, **kb.params})
+        apply(mem, kb.instrs["spread"].effects[0], {"c": 64, **kb.params})  # distinct targets
+        spread = mem.arrays["out"].copy()
+        apply(mem, kb.instrs["fold"].effects[0], {"c": 64, **kb.params})  # each target written 8 times, in order
+        mems.append((inp, wgt, mem.arrays["acc"].copy(), spread, mem.arrays["out"].copy()))
+    for got, want in zip(mems[1][2:], mems[0][2:], strict=True):
+        assert np.array_equal(got, want) and want.any()
+
+
+def test_an_effect_beyond_the_values_an_instruction_may_compute_is_refused_at_once():
+    import time
+
+    from zomboss.machine.effects import MAX_VALUES, EffectError
+
+    kb = compile_doc(parse_doc(GEMM, "g.md"), "g", {})
+    t0 = time.perf_counter()
+    with pytest.raises(EffectError, match=f"more than the {MAX_VALUES:,} one instruction may"):
+        apply(Memories(kb), kb.instrs["gemm"].effects[0], {"c": (1 << 24) // 4, **kb.params})
+    assert time.perf_counter() - t0 < 10

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +33,10 @@ from zomboss.knowledge import KB
 from zomboss.machine import numformats as nf
 
 MAX_POINTS = 1 << 24  # loop points one effect may have (bounded memory per instruction)
+# values one assignment may compute: its points times the values of its largest operand (a VTA
+# GEMM point reads a 16x16 weight): bounded time per instruction
+MAX_VALUES = 1 << 27
+CHUNK_VALUES = 1 << 22  # values computed at once: an assignment's points go in chunks of this many values
 
 DTYPES: dict[str, Any] = {
     "int8": np.int8,
@@ -464,6 +468,13 @@ def apply(mem: Memories, eff: dm.Effect, env: Mapping[str, Any]) -> int:
         return 0
     if total > MAX_POINTS:
         raise EffectError(f"the effect has {total:,} points, more than the {MAX_POINTS:,} one instruction may", eff.loc)
+    per = max((_per_point(mem, a) for a in eff.assigns), default=1)
+    if total * per > MAX_VALUES:
+        raise EffectError(
+            f"the effect computes {total * per:,} values ({total:,} points of up to {per}), more than the "
+            f"{MAX_VALUES:,} one instruction may",
+            eff.loc,
+        )
     grids = _grids(tuple(counts)) if counts else np.zeros((0, 1), np.int64)
     for lp, g in zip(eff.loops, grids, strict=True):
         if lp.count is not None:
@@ -488,6 +499,12 @@ def apply(mem: Memories, eff: dm.Effect, env: Mapping[str, Any]) -> int:
     for a in eff.assigns:
         _assign(mem, a, cols, total)
     return total
+
+
+def _per_point(mem: Memories, a: dm.Assign) -> int:
+    """The values of an assignment's largest operand or target: what one of its points computes."""
+    names = [a.target, *(x.name for x in a.args if x.kind == "ref")]
+    return max([1, *(mem.views[n].rows * mem.views[n].cols for n in names if n in mem.views)])
 
 
 def _option(v: Any) -> int | str:
@@ -543,6 +560,12 @@ def _assign(mem: Memories, a: dm.Assign, cols: Mapping[str, Any], total: int) ->
     order = [x.kind for x in a.args if x.kind != "opt"]
     n = len(tidx)
     n_el = tv.rows * tv.cols
+    step = max(1, CHUNK_VALUES // _per_point(mem, a))
+
+    def chunks(rows: np.ndarray) -> Iterator[np.ndarray]:
+        """`rows` in pieces of at most CHUNK_VALUES values (bounded memory per instruction)."""
+        for i in range(0, len(rows), step):
+            yield rows[i : i + step]
 
     def compute(rows: np.ndarray | None) -> np.ndarray:
         """The values of the points `rows` (None: every point)."""
@@ -577,20 +600,25 @@ def _assign(mem: Memories, a: dm.Assign, cols: Mapping[str, Any], total: int) ->
         and np.array_equal(refs[0][1], tidx)
         and len(same) == 1
     ):
-        _accumulate(mem, a, tv, tidx, refs, compute)
+        _accumulate(mem, a, tv, tidx, compute, chunks)
         return
     if _partial_overlap(mem, tv, tidx) or any(_reads_written(mem, v, idx, tv, tidx) for v, idx in same):
         for r in range(n):  # reads what other points write: one point at a time, in order
             rows = np.array([r])
             mem.scatter(tv, tidx[rows], compute(rows), a)
         return
+    # (below, no point reads what another writes: computing a round in chunks changes nothing)
     if n == 1 or bool((tidx[1:] > tidx[:-1]).all()):  # distinct targets: one round
-        mem.scatter(tv, tidx, compute(None), a)
+        if n <= step:
+            mem.scatter(tv, tidx, compute(None), a)
+            return
+        for rows in chunks(np.arange(n)):
+            mem.scatter(tv, tidx[rows], compute(rows), a)
         return
     occ = _occurrence(tidx)
     for rnd in range(int(occ.max()) + 1):  # the rnd-th write of every target row at once
-        rows = np.nonzero(occ == rnd)[0]
-        mem.scatter(tv, tidx[rows], compute(rows), a)
+        for rows in chunks(np.nonzero(occ == rnd)[0]):
+            mem.scatter(tv, tidx[rows], compute(rows), a)
 
 
 def _reads_written(mem: Memories, v: View, idx: np.ndarray, tv: View, tidx: np.ndarray) -> bool:
@@ -630,7 +658,12 @@ def _occurrence(idx: np.ndarray) -> np.ndarray:
 
 
 def _accumulate(
-    mem: Memories, a: dm.Assign, tv: View, tidx: np.ndarray, refs: list, compute: Callable[[np.ndarray], np.ndarray]
+    mem: Memories,
+    a: dm.Assign,
+    tv: View,
+    tidx: np.ndarray,
+    compute: Callable[[np.ndarray], np.ndarray],
+    chunks: Callable[[np.ndarray], Iterator[np.ndarray]],
 ) -> None:
     """dst = mac(dst, x, y) at every point: the products summed per target row (np.add.at,
     exact in int64), added once and narrowed — equal to applying them one by one, since
@@ -641,10 +674,10 @@ def _accumulate(
     store = mem.flat(tv)
     saved = store[uniq].copy()
     store[uniq] = 0  # compute() reads dst as 0: it then yields the products alone
+    acc = np.zeros_like(cur)
     try:
-        prods = compute(np.arange(n))
+        for rows in chunks(np.arange(n)):
+            np.add.at(acc, inv[rows], compute(rows).astype(np.int64))
     finally:
         store[uniq] = saved
-    acc = np.zeros_like(cur)
-    np.add.at(acc, inv, prods.astype(np.int64))
     mem.scatter(tv, uniq, (cur + acc).astype(np.int64), a)
