@@ -1,4 +1,5 @@
-"""The progress lines of `solve` and `solve --exhaustive`: on stderr, only on a terminal and
+"""The progress lines of `solve`, `solve --exhaustive` and the long commands without phases (`simulate`,
+`kb check`, `kb build`): on stderr, only on a terminal and
 never under --json, saying the phase, the simulations, the incumbent and the time."""
 
 from __future__ import annotations
@@ -34,3 +35,27 @@ def test_the_lines_say_phase_simulations_incumbent_bound_and_time(monkeypatch):
     with solve_display(enabled=True) as show:
         assert show is not None
         show(SolveProgress("pool", 0, 32, 70072, 1.0))
+
+
+def test_a_long_command_without_phases_shows_what_it_does_and_for_how_long(monkeypatch):
+    import contextlib
+    import time
+
+    from zomboss.app import display
+
+    seen: list[str] = []
+
+    @contextlib.contextmanager
+    def fake_status(enabled, first):  # a terminal's status line, recorded
+        seen.append(first)
+        yield seen.append if enabled else None
+
+    monkeypatch.setattr(display, "status_line", fake_status)
+    with display.working(True, "simulate k.asm", " (at most 20,000,000 instructions)", every=0.02):
+        time.sleep(0.2)
+    assert seen[0] == "simulate k.asm: starting"
+    assert len(seen) >= 3 and seen[-1] == "simulate k.asm: 0 s (at most 20,000,000 instructions)"
+    seen.clear()
+    with display.working(False, "simulate k.asm", every=0.02):  # --json, or not a terminal
+        time.sleep(0.1)
+    assert seen == ["simulate k.asm: starting"]

@@ -62,12 +62,15 @@ def cmd_kb_build(args: argparse.Namespace) -> int:
     names = args.targets or list(target_names())
     if args.out and len(names) != 1:
         raise ZombossError("--out writes one KB: name exactly one target or doc")
+    from zomboss.app.display import working
+
     overrides = _param_overrides(args.param)
     report = []
     files = [str(args.out)] if args.out else []
     for name in names:
         t0 = time.perf_counter()
-        kb = resolve_kb(name, overrides, use_cache=not args.no_cache)
+        with working(not args.json, f"kb build {name}"):
+            kb = resolve_kb(name, overrides, use_cache=not args.no_cache)
         dt = time.perf_counter() - t0
         report.append(
             {
@@ -104,10 +107,12 @@ def cmd_kb_query(args: argparse.Namespace) -> int:
 
 def cmd_kb_check(args: argparse.Namespace) -> int:
     from zomboss.app.check import check_file
+    from zomboss.app.display import working
 
-    report = check_file(
-        args.target, Path(args.file), _param_overrides(args.param), args.asp_limit, args.max_instructions
-    )
+    with working(not args.json, f"kb check {args.file}", f" (at most {args.max_instructions:,} instructions)"):
+        report = check_file(
+            args.target, Path(args.file), _param_overrides(args.param), args.asp_limit, args.max_instructions
+        )
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:
@@ -388,7 +393,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     path = Path(args.program)
     if not path.exists():
         raise ZombossError(f"{path}: no such file")
-    res = t.simulate_file(path, _param_overrides(args.param), args.max_instructions)
+    from zomboss.app.display import working
+
+    with working(not args.json, f"simulate {path}", f" (at most {args.max_instructions:,} instructions)"):
+        res = t.simulate_file(path, _param_overrides(args.param), args.max_instructions)
     d = res.to_json()
     _emit(args, d, _result_text(d))
     return 1 if res.verified is False else 0

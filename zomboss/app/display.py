@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from zomboss.solvers.exhaustive import ExhaustiveProgress, relative_gap
-from zomboss.solvers.search import SolveProgress
+if TYPE_CHECKING:  # (the commands that only show a status line do not load the solvers)
+    from zomboss.solvers.exhaustive import ExhaustiveProgress
+    from zomboss.solvers.search import SolveProgress
 
 
 @contextlib.contextmanager
@@ -30,7 +34,34 @@ def status_line(enabled: bool, first: str) -> Iterator[Callable[[str], None] | N
         yield status.update
 
 
+@contextlib.contextmanager
+def working(enabled: bool, what: str, note: str = "", every: float = 1.0) -> Iterator[None]:
+    """The status line of a long command that has no phases to report (a long simulation or
+    check, a large doc's build): what it does and for how long, updated every `every` seconds,
+    so a slow input is visibly working, not hung (on a terminal, never under --json)."""
+    with status_line(enabled, f"{what}: starting") as update:
+        if update is None:
+            yield
+            return
+        stop = threading.Event()
+        t0 = time.monotonic()
+
+        def tick() -> None:
+            while not stop.wait(every):
+                update(f"{what}: {time.monotonic() - t0:.0f} s{note}")
+
+        ticker = threading.Thread(target=tick, daemon=True)
+        ticker.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            ticker.join()
+
+
 def exhaustive_text(p: ExhaustiveProgress) -> str:
+    from zomboss.solvers.exhaustive import relative_gap
+
     return (
         f"exhaustive: {p.phase}, classes {p.classes_done}/{p.classes}, {p.simulations} simulations, "
         f"incumbent {p.incumbent:,}, bound {p.lower_bound:,}, gap "
