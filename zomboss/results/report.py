@@ -347,13 +347,9 @@ def _save(fig: Any, folder: Path, name: str) -> list[Path]:
 
 
 def publish(path: Path, data: bytes) -> Path:
-    """Write a report file atomically, readable like any file the user creates (the mode
-    `open` would give under the umask), not with the private mode of the temporary file."""
-    atomic_write(path, data)
-    umask = os.umask(0)
-    os.umask(umask)
-    path.chmod(0o666 & ~umask)
-    return path
+    """Write a report file (`atomic_write`: refused unless a regular file or a new path,
+    atomic, with the mode `open` would give under the umask)."""
+    return atomic_write(path, data)
 
 
 # ---- Zomboss (LLM guide) against direct generation (`bench --guide llm --compare-direct`)
