@@ -40,14 +40,18 @@ def test_a_fifo_is_read_up_to_the_limit(tmp_path):
     fifo = tmp_path / "mapping.json"
     os.mkfifo(fifo)
 
+    writer = os.open(fifo, os.O_RDWR)  # a writer attached before the read, like `<(cmd)`
+
     def feed() -> None:
-        with open(fifo, "wb") as f:
-            for _ in range(100):
-                f.write(b"{" * 100)
+        for _ in range(100):
+            os.write(writer, b"{" * 100)
 
     threading.Thread(target=feed, daemon=True).start()
-    with pytest.raises(ZombossError, match="larger than the 5,000 bytes"):
-        read_text(fifo, "a mapping", limit=5000)
+    try:
+        with pytest.raises(ZombossError, match="larger than the 5,000 bytes"):
+            read_text(fifo, "a mapping", limit=5000)
+    finally:
+        os.close(writer)
 
 
 def test_small_inputs_and_their_errors(tmp_path):
@@ -63,3 +67,11 @@ def test_small_inputs_and_their_errors(tmp_path):
     (tmp_path / "b.bin").write_bytes(b"\xff\xfe")
     with pytest.raises(ZombossError, match="not UTF-8"):
         read_text(tmp_path / "b.bin")
+
+
+def test_a_fifo_nobody_writes_reads_as_empty_instead_of_hanging(tmp_path):
+    fifo = tmp_path / "p.asm"
+    os.mkfifo(fifo)
+    t0 = time.perf_counter()
+    assert read_text(fifo) == ""
+    assert time.perf_counter() - t0 < 5

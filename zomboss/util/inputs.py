@@ -39,7 +39,12 @@ def read_bytes(path: Path, what: str = "a program or a mapping", limit: int = MA
     size = f"{limit >> 20} MB" if limit >= 1 << 20 else f"{limit:,} bytes"
     too_large = ZombossError(f"{path}: larger than the {size} {what} may have (docs/archdoc.md, Limits)")
     try:
-        with open(path, "rb") as f:
+        # opened without blocking (a FIFO nobody writes would block the open for ever; it reads
+        # as empty instead), then read blocking as usual
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        with open(fd, "rb") as f:
             st = os.fstat(f.fileno())
             if stat.S_ISDIR(st.st_mode):
                 raise ZombossError(f"{path}: is a folder; expected {what}")
