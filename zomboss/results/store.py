@@ -194,11 +194,12 @@ def _warn(msg: str) -> None:
 
 
 class Store:
-    """A results store; `lease` (seconds) is how long a claim lives without a heartbeat."""
+    """A results store; `lease` (seconds, default LEASE_S) is how long a claim lives without a
+    heartbeat."""
 
-    def __init__(self, path: Path, lease: float = LEASE_S) -> None:
+    def __init__(self, path: Path, lease: float | None = None) -> None:
         self.path = Path(path)
-        self.lease = lease
+        self.lease = LEASE_S if lease is None else lease
         self._beat: threading.Thread | None = None
         self._stop = threading.Event()
         self._warned: set[str] = set()
