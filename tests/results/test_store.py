@@ -30,7 +30,7 @@ def test_a_foreign_database_is_refused_and_left_unchanged(tmp_path):
     con.commit()
     con.close()
     before = digest(db)
-    with pytest.raises(StoreError, match=rf"{db}: not a Zomboss results store \(it has the tables users\)"):
+    with pytest.raises(StoreError, match=rf"{db}: not a Zomboss results store \(it has table users\)"):
         Store(db)
     assert digest(db) == before and sorted(p.name for p in tmp_path.iterdir()) == ["app.db"]
     con = sqlite3.connect(db)

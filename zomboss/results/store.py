@@ -227,11 +227,16 @@ class Store:
         """Refuse a database that has tables but is not a Zomboss store, before anything in it
         changes; tables are recognised by their column names. Zomboss's own stores from
         before the claims' lease get the heartbeat column."""
-        tables = [n for (n,) in self.db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
-        foreign = sorted(t for t in tables if t not in COLUMNS and not t.startswith("sqlite_"))
+        entries = self.db.execute("SELECT type, name, tbl_name FROM sqlite_master").fetchall()
+        tables = [n for (kind, n, _) in entries if kind == "table"]
+        foreign = sorted(
+            f"{kind} {n}"
+            for (kind, n, on) in entries
+            if kind in ("view", "trigger") or (on not in COLUMNS and not str(n).startswith("sqlite_"))
+        )
         if foreign:
             raise StoreError(
-                f"{self.path}: not a Zomboss results store (it has the tables {', '.join(foreign)}); "
+                f"{self.path}: not a Zomboss results store (it has {', '.join(foreign)}); "
                 "refusing to change it (give --db a new file or a Zomboss store)"
             )
         migrate = False
