@@ -123,7 +123,9 @@ def append_text(path: Path, text: str) -> None:
     target = check_output(path)
     raw = text.encode("utf-8")
     try:
-        fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o666)
+        # O_NONBLOCK: a FIFO put in its place since the check fails at once instead of blocking
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        fd = os.open(target, flags, 0o666)
     except OSError as e:
         raise write_error(Path(path), e) from None
     try:
@@ -144,12 +146,26 @@ def append_text(path: Path, text: str) -> None:
 
 
 def _mode_of(target: Path) -> int:
+    """An existing file's mode, else the one `open` gives a new file under the umask."""
     try:
         return stat.S_IMODE(target.stat().st_mode)
     except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+        return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where the system says it (Linux), since
+    setting it to read it races with other threads creating files."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
 
 
 _WARNED: set[str] = set()
