@@ -261,12 +261,11 @@ class Scrubber:
             data = json.loads(text)
         except (ValueError, RecursionError):
             return self._text(text)
-        clean = self._json(data, 0)
+        try:
+            clean = self._json(data, 0)
+        except RecursionError:  # nested too deeply to walk: the text as a whole
+            return self._text(text)
         return json.dumps(clean) if clean != data else self._text(text)
-
-    def holds_key(self, text: str) -> bool:
-        """Whether the key is in `text` in any form this scrubber knows."""
-        return self(text) != text
 
     def _text(self, text: str) -> str:
         for form in self._forms:
