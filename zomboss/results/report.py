@@ -13,10 +13,12 @@ space say how much was left.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import io
 import math
 import os
+import stat
 import statistics
 import sys
 import time
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from zomboss.results.records import speedup
-from zomboss.util import atomic_write
+from zomboss.util import atomic_write, check_output
 from zomboss.util.version import commit, version
 
 PLOTS_SKIPPED = "plots skipped: install zomboss[plot]"  # said on stderr and in the report
@@ -494,6 +496,9 @@ def point_latest(folder: Path) -> Path:
     """`latest` beside the run folders, naming the newest: a relative symlink, or, where
     symlinks cannot be made, a text file holding the folder's name. Returns the pointer."""
     latest = folder.parent / "latest"
+    with contextlib.suppress(FileNotFoundError):
+        if not (stat.S_ISLNK(latest.lstat().st_mode) or stat.S_ISDIR(latest.lstat().st_mode)):
+            check_output(latest)  # a regular file is replaced; a device node, FIFO or socket never
     tmp = folder.parent / f".latest.{os.getpid()}"
     try:
         tmp.unlink(missing_ok=True)
