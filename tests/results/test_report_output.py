@@ -107,3 +107,11 @@ def test_latest_never_replaces_a_fifo_or_a_device(tmp_path):
     with pytest.raises(OutputError, match="latest: not a regular file"):
         point_latest(a)
     assert stat.S_ISFIFO((tmp_path / "latest").lstat().st_mode)
+
+
+def test_a_report_folder_that_is_a_file_is_one_error(tmp_path):
+    from zomboss.util import OutputError
+
+    (tmp_path / "r").write_text("x")
+    with pytest.raises(OutputError, match=r"r: not a folder; give the folder to write the report"):
+        write_report([], tmp_path / "r", "t", {})

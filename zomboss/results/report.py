@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from zomboss.results.records import speedup
-from zomboss.util import atomic_write, check_output
+from zomboss.util import OutputError, atomic_write, check_output
+from zomboss.util.files import write_error
 from zomboss.util.version import commit, version
 
 PLOTS_SKIPPED = "plots skipped: install zomboss[plot]"  # said on stderr and in the report
@@ -461,7 +462,12 @@ def write_report(
 ) -> WrittenReport:
     """report.md and the plots in `folder`; without matplotlib, report.md alone, saying so (in
     the report and on stderr)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    if (folder.exists() or folder.is_symlink()) and not folder.is_dir():
+        raise OutputError(f"{folder}: not a folder; give the folder to write the report and plots into")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise write_error(folder, e) from None
     path = folder / "report.md"
     text = markdown(rows, title, config) + ("\n" + compare_markdown(direct) if direct is not None else "")
     try:
