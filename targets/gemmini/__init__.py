@@ -49,6 +49,7 @@ from zomboss.target import (
     sidecar_path,
     sidecar_seed,
 )
+from zomboss.util import atomic_write
 from zomboss.workload import Workload
 
 
@@ -201,7 +202,7 @@ class GemminiTarget(TargetBase[GemminiConfig, GemminiInstance, Program]):
         addrs = {k: v for k, v in bufs.__dict__.items() if k != "scale_bits"}
         export_c(wl, lowered, out, addrs, bufs.scale_bits)
         asm = out.with_suffix(".asm")
-        asm.write_text(program_text(lowered, f"{wl.id}: {wl.spec}"))
+        atomic_write(asm, program_text(lowered, f"{wl.id}: {wl.spec}"))
         side = {
             "target": self.name,
             "workload": wl.id,
@@ -210,7 +211,7 @@ class GemminiTarget(TargetBase[GemminiConfig, GemminiInstance, Program]):
             "mapping": mapping.to_json(),
             "buffers": bufs.__dict__,
         }
-        sidecar_path(asm).write_text(json.dumps(side, indent=2) + "\n")
+        atomic_write(sidecar_path(asm), json.dumps(side, indent=2) + "\n")
         return out
 
     def describe(self) -> Mapping[str, Any]:

@@ -30,6 +30,7 @@ from zomboss.targets.gemmini.suite import conv_out_dims
 
 from zomboss.errors import ZombossError
 from zomboss.program import Instr, Program
+from zomboss.util import atomic_write
 from zomboss.workload import Workload
 
 # operand positions holding DRAM byte addresses (translated into the arena)
@@ -125,7 +126,7 @@ def export_c(
 ) -> Path:
     """Write the test to `path` (see `c_source`; `straight_limit` 0 forces the table form)."""
     path = Path(path)
-    path.write_text(c_source(wl, program, addrs, scale_bits, straight_limit=straight_limit))
+    atomic_write(path, c_source(wl, program, addrs, scale_bits, straight_limit=straight_limit))
     return path
 
 

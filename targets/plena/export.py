@@ -21,7 +21,7 @@ from zomboss.errors import ZombossError
 from zomboss.knowledge import KB
 from zomboss.program import Program
 from zomboss.target import sidecar_path, sidecar_seed
-from zomboss.util import read_json
+from zomboss.util import atomic_write, read_json
 from zomboss.workload import Workload
 
 from .asm import register_positions
@@ -90,14 +90,8 @@ def write(
             f"layout sidecar: {sidecar_path(out).name}",
         ]
     )
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(program_text(kb, kernel.program, header), encoding="utf-8")
-        sidecar_path(out).write_text(
-            json.dumps(sidecar(wl, kernel.layout, geo, extra), indent=2) + "\n", encoding="utf-8"
-        )
-    except OSError as e:
-        raise ZombossError(f"{out}: cannot write: {e.strerror}") from None
+    atomic_write(out, program_text(kb, kernel.program, header))
+    atomic_write(sidecar_path(out), json.dumps(sidecar(wl, kernel.layout, geo, extra), indent=2) + "\n")
     return out
 
 

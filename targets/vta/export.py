@@ -9,6 +9,7 @@ from pathlib import Path
 from zomboss.errors import ZombossError
 from zomboss.knowledge import KB
 from zomboss.program import Instr, Program
+from zomboss.util import atomic_write, read_bytes
 
 OPCODE = {"LOAD": 0, "STORE": 1, "GEMM": 2, "FINISH": 3, "ALU": 4}
 MEMORY_TYPE = {"UOP": 0, "WGT": 1, "INP": 2, "ACC": 3, "OUT": 4}
@@ -55,13 +56,13 @@ def write(kb: KB, program: Program, out: Path) -> list[Path]:
     """`<out>.bin` (instructions) and `<out>.uop.bin` (the micro-op kernels)."""
     words = b"".join(encode(kb, i).to_bytes(16, "little") for i in program.instrs)
     ins_path, uop_path = Path(str(out) + ".bin"), Path(str(out) + ".uop.bin")
-    ins_path.write_bytes(words)
-    uop_path.write_bytes(b"".join(bytes(d) for _, d in program.meta.get("dram", ())))  # type: ignore[attr-defined]
+    atomic_write(ins_path, words)
+    atomic_write(uop_path, b"".join(bytes(d) for _, d in program.meta.get("dram", ())))  # type: ignore[attr-defined]
     return [ins_path, uop_path]
 
 
 def read(kb: KB, path: Path) -> list[Instr]:
-    data = path.read_bytes()
+    data = read_bytes(path, "a VTA instruction file")
     if len(data) % 16:
         raise ZombossError(f"{path}: {len(data)} bytes is not a whole number of 16-byte instructions")
     return [decode(kb, int.from_bytes(data[i : i + 16], "little")) for i in range(0, len(data), 16)]

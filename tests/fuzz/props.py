@@ -10,6 +10,7 @@ briefly under `make test`, scripts/fuzz.py runs them for minutes and counts exam
 from __future__ import annotations
 
 import collections
+import contextlib
 import functools
 import itertools
 import json
@@ -368,6 +369,171 @@ def check_cache(kind: str, data: bytes, pos: int) -> None:
         assert same and params["dim"] == 4
 
 
+# ---- results stores, special files, LLM recordings (issue 29) -----------------------------------
+
+
+def check_store(schema: dict[str, list[str]], rows: dict[str, list[list[object]]]) -> None:
+    """A database given as `--db` with any tables and rows: opened (a Zomboss store) or refused
+    unchanged (anything else); an opened one answers every read, skipping bad rows."""
+    import hashlib
+    import sqlite3
+
+    db = _TMP / f"store{next(_COUNTER)}.db"
+    con = sqlite3.connect(db)
+    for name, cols in schema.items():
+        con.execute(f'CREATE TABLE "{name}" ({", ".join(f"{chr(34)}{c}{chr(34)}" for c in cols)})')
+        for row in rows.get(name, []):
+            row = (row + [None] * len(cols))[: len(cols)]
+            con.execute(f'INSERT INTO "{name}" VALUES ({",".join("?" * len(cols))})', row)
+    con.commit()
+    con.close()
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+
+    def go() -> str:
+        from zomboss.results import Store
+
+        s = Store(db)
+        try:
+            list(s.rows())
+            s.trials("t", "w", "c")
+            s.winner("t", "w", "c")
+            s.claim("t", "w", "k", "c")
+            s.claimant("t", "w", "k", "c")
+            s.release("t", "w", "k", "c")
+        finally:
+            s.close()
+        return "opened"
+
+    out = run(go)
+    _note("stores", out.kind)
+    check(out, located=str(db))
+    if out.kind == "error":
+        assert hashlib.sha256(db.read_bytes()).hexdigest() == before, "a refused database was changed"
+
+
+def _special(kind: str) -> Path:
+    d = _TMP / f"special{next(_COUNTER)}"
+    d.mkdir()
+    if kind == "folder":
+        return d
+    if kind.endswith("fifo"):
+        os.mkfifo(d / "fifo")
+    if kind.startswith("link:"):
+        target = kind[5:]
+        link = d / "file.md"
+        link.symlink_to(d / "fifo" if target == "fifo" else target)
+        return link
+    return d / "fifo" if kind == "fifo" else Path(kind)
+
+
+def check_special_input(kind: str, reader: str) -> None:
+    """A special file as every kind of input: refused at its limit or read (empty), never read
+    until memory runs out, never a hang."""
+    path = _special(kind)
+
+    def go() -> None:
+        if reader == "program":
+            from zomboss.app.check import check_file
+
+            check_file(str(S.TOY), path, {}, progress=False)
+        elif reader == "doc":
+            from zomboss.knowledge import load_kb
+
+            load_kb(path, use_cache=False)
+        elif reader == "replay":
+            from zomboss.llm import LlmClient, LlmConfig
+
+            LlmClient(LlmConfig(model="m"), replay=path).chat([{"role": "user", "content": "x"}])
+        else:
+            from zomboss.util import read_json
+
+            read_json(path, "a sidecar")
+
+    out = run(go)
+    _note("special files (inputs)", out.kind)
+    check(out)
+
+
+def check_special_output(kind: str) -> None:
+    """A special file as an output: refused, and left as it was."""
+    path = _special(kind)
+    if not path.exists() and not path.is_symlink():
+        return
+    mode = path.lstat().st_mode
+
+    def go() -> None:
+        from zomboss.util import append_text, atomic_write
+
+        try:
+            atomic_write(path, "x")
+        finally:
+            append_text(path, "y")
+
+    out = run(go)
+    _note("special files (outputs)", out.kind)
+    check(out)
+    assert out.kind == "error" and path.lstat().st_mode == mode, f"{path} was written: {out}"
+
+
+def check_recording(data: bytes) -> None:
+    """Any `--llm-replay` file: replayed, or refused with a message."""
+    path = _TMP / f"rec{next(_COUNTER)}.jsonl"
+    path.write_bytes(data)
+
+    def go() -> None:
+        from zomboss.llm import LlmClient, LlmConfig
+
+        c = LlmClient(LlmConfig(model="m"), replay=path)
+        for _ in range(2):
+            c.chat([{"role": "user", "content": "x"}])
+
+    out = run(go)
+    _note("recordings", out.kind)
+    check(out)
+
+
+def _decodings(text: str) -> list[str]:
+    """`text` in every encoding an echo of the key could take, decoded."""
+    import base64
+    import binascii
+    import html
+    import urllib.parse
+
+    out = [text, urllib.parse.unquote(text), html.unescape(text)]
+    with contextlib.suppress(ValueError):
+        out += [str(x) for x in _strings_of(json.loads(text))]
+    for run_ in re.findall(r"[A-Za-z0-9+/=_-]{8,}", text):
+        for skip in range(4):
+            chunk = run_[skip:]
+            chunk = chunk[: len(chunk) // 4 * 4]
+            with contextlib.suppress(binascii.Error, ValueError):
+                out.append(base64.b64decode(chunk + "==", altchars=b"-_" if "-" in chunk else None).decode("latin-1"))
+    return [d for x in out for d in (x, urllib.parse.unquote(x), html.unescape(x))]
+
+
+def _strings_of(v: object) -> list[str]:
+    if isinstance(v, str):
+        try:
+            return [v, *_strings_of(json.loads(v))] if v[:1] in "[{" else [v]
+        except ValueError:
+            return [v]
+    if isinstance(v, list):
+        return [s for x in v for s in _strings_of(x)]
+    if isinstance(v, dict):
+        return [s for k, x in v.items() for s in (k, *_strings_of(x))]
+    return []
+
+
+def check_scrub(case: tuple[str, str]) -> None:
+    """An endpoint echoing the key in any encoding: nothing the client keeps holds it."""
+    key, body = case
+    from zomboss.llm.client import Scrubber
+
+    clean = Scrubber(key)(body)
+    _note("recordings (key echoes)", "ok")
+    assert not any(key in d for d in _decodings(clean)), f"the key survived scrubbing: {clean[:300]}"
+
+
 # ---- 8. kb query patterns ---------------------------------------------------------------------
 
 
@@ -498,6 +664,20 @@ PROPERTIES: dict[str, tuple[tuple[st.SearchStrategy[Any], ...], Callable[..., No
         check_cache,
     ),
     "query patterns": ((_patterns,), check_query),
+    "stores": (
+        (
+            S.store_schemas(),
+            st.fixed_dictionaries({t: S.store_rows(w) for t, w in (("results", 9), ("trials", 13), ("claims", 7))}),
+        ),
+        check_store,
+    ),
+    "special files (inputs)": (
+        (S.special_files, st.sampled_from(["program", "doc", "replay", "sidecar"])),
+        check_special_input,
+    ),
+    "special files (outputs)": ((S.special_files,), check_special_output),
+    "recordings": ((S.recordings(),), check_recording),
+    "recordings (key echoes)": ((S.key_echoes(),), check_scrub),
 }
 # corrupted shipped docs are slower to build: scripts/fuzz.py adds them
 SLOW_PROPERTIES: dict[str, tuple[tuple[st.SearchStrategy[Any], ...], Callable[..., None]]] = {}

@@ -274,3 +274,139 @@ def mapping_files(draw: st.DrawFn, base: dict, workload: object) -> str:
 def overrides(param_names: list[str]) -> st.SearchStrategy[dict[str, int]]:
     values = st.one_of(st.sampled_from(EDGE_INTS), st.integers(-3, 70), st.integers(1 << 100, 1 << 140))
     return st.dictionaries(st.sampled_from(param_names + ["no_such_param"]), values, max_size=2)
+
+
+# ---- results stores, special files, LLM recordings (issue 29) ---------------------------------
+
+_JSON_LEAVES = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=8)
+json_values = st.recursive(
+    _JSON_LEAVES,
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(st.text(max_size=12), kids, max_size=4),
+    max_leaves=12,
+)
+# what a column of a hostile store may hold: any SQLite value, or JSON text of any value
+sql_values = (
+    st.none()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=True)
+    | st.text(max_size=16)
+    | st.binary(max_size=8)
+    | json_values.map(lambda v: json.dumps(v))
+)
+# payloads: a real field name with a value of any type, beside other keys
+_PAYLOAD_KEYS = ("cycles", "verified", "mapping", "wall_s", "speedup", "breakdown", "optimum_cycles", "error")
+payloads = st.dictionaries(st.sampled_from(_PAYLOAD_KEYS) | st.text(max_size=6), json_values, max_size=5).map(
+    json.dumps
+) | json_values.map(json.dumps)
+
+
+@st.composite
+def store_schemas(draw: st.DrawFn) -> dict[str, list[str]]:
+    """Tables of a database given as `--db`: Zomboss's own (possibly with columns renamed,
+    dropped or added, or the claims table of an older version), foreign ones, or none."""
+    from zomboss.results.store import COLUMNS, OLD_CLAIMS
+
+    tables: dict[str, list[str]] = {}
+    for name, cols in COLUMNS.items():
+        how = draw(st.sampled_from(["ours", "ours", "absent", "renamed", "fewer", "more", "old"]))
+        if how == "ours":
+            tables[name] = list(cols)
+        elif how == "renamed":
+            tables[name] = [f"c{i}" for i in range(len(cols))]
+        elif how == "fewer":
+            tables[name] = list(cols[:-1])
+        elif how == "more":
+            tables[name] = [*cols, "extra"]
+        elif how == "old" and name == "claims":
+            tables[name] = list(OLD_CLAIMS)
+    for name in draw(st.lists(st.sampled_from(["users", "results2", "x y"]), max_size=2)):
+        tables[name] = ["a", "b"]
+    return tables
+
+
+@st.composite
+def store_rows(draw: st.DrawFn, width: int) -> list[list[object]]:
+    """Rows for a table of `width` columns: mostly well-typed text keys with hostile values and
+    JSON payloads of any shape."""
+    rows = []
+    for _ in range(draw(st.integers(0, 4))):
+        row: list[object] = [draw(st.sampled_from(["t", "w", "k", "c"]) | sql_values) for _ in range(width)]
+        if width and draw(st.booleans()):
+            row[-2 if width > 1 else 0] = draw(payloads)
+        rows.append(row)
+    return rows
+
+
+# a special file as an input or an output: devices, a FIFO nobody writes, links to them, a folder
+special_files = st.sampled_from(
+    ["/dev/zero", "/dev/urandom", "/dev/null", "/dev/full", "fifo", "link:/dev/zero", "link:fifo", "folder"]
+)
+
+
+@st.composite
+def recordings(draw: st.DrawFn) -> bytes:
+    """An `--llm-replay` file: a header and lines of any JSON, records with hostile requests
+    and attempts, lines that are not JSON, bytes that are not UTF-8."""
+    lines: list[bytes] = []
+    if draw(st.booleans()):
+        lines.append(json.dumps({"zomboss_llm_recording": draw(json_values), "model": draw(json_values)}).encode())
+    for n in range(draw(st.integers(0, 3))):
+        kind = draw(st.sampled_from(["record", "json", "text", "bytes"]))
+        if kind == "record":
+            attempts = draw(
+                st.lists(
+                    st.fixed_dictionaries(
+                        {},
+                        optional={
+                            "body": json_values.map(json.dumps) | st.text(max_size=30),
+                            "error": json_values,
+                            "status": json_values,
+                            "retry": json_values,
+                        },
+                    )
+                    | json_values,
+                    max_size=3,
+                )
+            )
+            rec = {"n": draw(st.just(n) | json_values), "request": draw(json_values), "attempts": attempts}
+            lines.append(json.dumps(rec).encode())
+        elif kind == "json":
+            lines.append(json.dumps(draw(json_values)).encode())
+        elif kind == "text":
+            lines.append(draw(st.text(max_size=40)).encode("utf-8", "surrogatepass"))
+        else:
+            lines.append(draw(st.binary(max_size=40)))
+    return b"\n".join(lines)
+
+
+# how an endpoint may echo the API key back
+KEY_ENCODINGS = ("raw", "json-escaped", "nested-json", "percent", "base64", "html")
+
+
+@st.composite
+def key_echoes(draw: st.DrawFn) -> tuple[str, str]:
+    """(key, response body) with the key echoed in some encoding, somewhere in the body."""
+    import base64
+    import html
+    import urllib.parse
+
+    key = "sk-" + draw(st.text(alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_", min_size=8))
+    said = draw(st.text(max_size=10)) + "Bearer " + key + draw(st.text(max_size=10))
+    how = draw(st.sampled_from(KEY_ENCODINGS))
+    if how == "raw":
+        content = said
+    elif how == "json-escaped":
+        content = said  # json.dumps(..., ensure_ascii) below escapes; add explicit \u escapes too
+    elif how == "nested-json":
+        content = json.dumps({"headers": {"authorization": said}})
+    elif how == "percent":
+        content = urllib.parse.quote(said, safe="")
+    elif how == "base64":
+        content = base64.b64encode(said.encode("utf-8", "surrogatepass")).decode()
+    else:
+        content = html.escape(said).replace("-", "&#45;")
+    body = {"choices": [{"message": {"role": "assistant", "content": content}}], "usage": {}}
+    text = json.dumps(body)
+    if how == "json-escaped":
+        text = text.replace(key, "".join(f"\\u{ord(c):04x}" for c in key))
+    return key, text

@@ -31,6 +31,11 @@ BUDGET = {
     "target overrides (plena)": 2,
     "cache entries": 2,
     "query patterns": 10,
+    "stores": 10,
+    "special files (inputs)": 6,
+    "special files (outputs)": 4,
+    "recordings": 8,
+    "recordings (key echoes)": 30,
 }
 
 

@@ -181,3 +181,56 @@ def test_the_model_is_discovered_when_not_given():
 def test_no_endpoint_is_a_clear_error():
     with pytest.raises(LlmConfigError, match="--llm-base-url"):
         LlmClient(LlmConfig())
+
+
+def _strings(v: object) -> list[str]:
+    """Every string of a JSON value, decoded (and those of JSON nested in strings)."""
+    if isinstance(v, str):
+        try:
+            inner = json.loads(v)
+        except ValueError:
+            return [v]
+        return [v, *_strings(inner)] if not isinstance(inner, str | int | float) or inner != v else [v]
+    if isinstance(v, list):
+        return [s for x in v for s in _strings(x)]
+    if isinstance(v, dict):
+        return [s for k, x in v.items() for s in (k, *_strings(x))]
+    return []
+
+
+def test_an_endpoint_echoing_the_key_encoded_gets_it_into_no_recording_and_no_prompt(tmp_path):
+    """The key echoed back `\\u`-escaped, percent-encoded, base64-encoded and inside JSON in
+    a string: the answers, the recording (decoded) and every later request are free of it."""
+    import base64
+    import urllib.parse
+
+    rec = tmp_path / "calls.jsonl"
+    srv: Loopback
+
+    def echo(body: dict, i: int) -> dict:
+        auth = srv.headers[-1]["authorization"]
+        escaped = "".join(f"\\u{ord(c):04x}" for c in auth)
+        forms = [
+            escaped,
+            urllib.parse.quote(auth, safe=""),
+            base64.b64encode(auth.encode()).decode(),
+            json.dumps({"header": auth}).replace('"', '\\"'),
+        ]
+        content = '"you sent: ' + " | ".join(forms) + '"'
+        return raw('{"choices":[{"message":{"role":"assistant","content":' + content + '}}],"usage":{}}')
+
+    with Loopback(echo) as srv:
+        c = client(srv, record=rec)
+        history = list(MSG)
+        for _ in range(3):  # like `zomboss direct`: each answer goes into the next prompt
+            r = c.chat(history)
+            history += [{"role": "assistant", "content": r.content}, {"role": "user", "content": "go on"}]
+    assert srv.headers[0]["authorization"] == f"Bearer {KEY}"
+    assert all(KEY not in (m["content"] or "") for m in history)
+    recorded = [s for line in rec.read_text().splitlines() for s in _strings(json.loads(line))]
+    assert recorded and all(KEY not in s and KEY not in urllib.parse.unquote(s) for s in recorded)
+    assert "[redacted]" in rec.read_text()
+    sent = [s for req in srv.requests for s in _strings(req)]
+    assert all(KEY not in s and KEY not in urllib.parse.unquote(s) for s in sent)
+    b64 = base64.b64encode(f"Bearer {KEY}".encode()).decode()
+    assert all(b64[8:-4] not in s for s in recorded + sent)

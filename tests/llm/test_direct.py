@@ -64,3 +64,36 @@ def test_a_wrong_program_fails_with_its_reason_and_tokens_are_stored(tmp_path):
 )
 def test_budgets_by_level(spec, turns):
     assert budget(get_target("gemmini").workload(spec)) == turns
+
+
+def test_an_endpoint_echoing_the_key_escaped_gets_it_into_no_prompt_and_no_recording(tmp_path):
+    """The endpoint answers with a tool call whose arguments hold the Authorization header
+    `\\u`-escaped: `search_doc` would have put the decoded key into its result, and so into
+    the next request and the recording."""
+    import json
+
+    srv: Loopback
+
+    def echo(body: dict, i: int) -> dict:
+        auth = srv.headers[-1]["authorization"]
+        args = json.dumps({"query": auth})
+        msg = {"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{i}", "type": "function", "function": {"name": "search_doc", "arguments": args}}
+        ]}  # fmt: skip
+        text = json.dumps({"choices": [{"message": msg, "finish_reason": "tool_calls"}], "usage": {}})
+        escaped = "".join(f"\\u{ord(c):04x}" for c in auth)
+        assert auth in text
+        return {"raw": text.replace(auth, escaped).encode(), "status": 200}
+
+    rec = tmp_path / "direct.jsonl"
+    t = get_target("gemmini")
+    wl = t.workload("matmul:M=16,N=16,K=16")
+    with Loopback(echo) as srv:
+        cfg = LlmConfig(base_url=srv.base_url, model="m", api_key=KEY, retries=0)
+        run_direct(t, wl, {}, LlmClient(cfg, record=rec), iterations=3)
+    assert srv.headers[0]["authorization"] == f"Bearer {KEY}" and len(srv.requests) == 3
+    for req in srv.requests[1:]:
+        assert KEY not in json.dumps(req, ensure_ascii=False)
+    for line in rec.read_text().splitlines():
+        assert KEY not in json.dumps(json.loads(line), ensure_ascii=False)
+        assert KEY not in line

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import stat
 import sys
 
 import pytest
@@ -96,3 +97,21 @@ def test_every_run_has_its_own_folder_and_latest_points_at_the_newest(tmp_path):
     assert latest.resolve() == a.resolve()
     point_latest(b)
     assert latest.resolve() == b.resolve() and os.readlink(latest) == b.name  # relative: the folder can move
+
+
+def test_latest_never_replaces_a_fifo_or_a_device(tmp_path):
+    from zomboss.util import OutputError
+
+    a = run_folder(tmp_path, "default", "vta", False)
+    os.mkfifo(tmp_path / "latest")
+    with pytest.raises(OutputError, match="latest: not a regular file"):
+        point_latest(a)
+    assert stat.S_ISFIFO((tmp_path / "latest").lstat().st_mode)
+
+
+def test_a_report_folder_that_is_a_file_is_one_error(tmp_path):
+    from zomboss.util import OutputError
+
+    (tmp_path / "r").write_text("x")
+    with pytest.raises(OutputError, match=r"r: not a folder; give the folder to write the report"):
+        write_report([], tmp_path / "r", "t", {})

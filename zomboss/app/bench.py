@@ -216,7 +216,17 @@ def run_bench(
             finish,
             lambda j: bar.update(task, advance=1, description=f"{j.target}:{j.workload}"),
         )
-        # instances another bench process claimed: wait for its rows (or take over when it dies)
+        # instances another bench process claimed: wait for its rows (or take over when its
+        # lease runs out), saying so once per instance
+        for j in others:
+            held = store.claimant(j.target, j.workload, kind, keys[j.target])
+            if held is not None:
+                bar.console.print(
+                    f"zomboss: {j.target}:{j.workload}: waiting for {held[0]}, which claimed it "
+                    f"(heartbeat {held[1]:,.0f} s ago; taken over after {store.lease:,.0f} s without one)",
+                    markup=False,
+                    highlight=False,
+                )
         while others:
             time.sleep(1.0)
             still = []

@@ -17,10 +17,11 @@ from typing import Any
 from zomboss import expr as ex
 from zomboss.doc import NAME, grammar_text
 from zomboss.doc import model as dm
+from zomboss.errors import ZombossError
 from zomboss.knowledge import records
 from zomboss.knowledge.asp import library_text
 from zomboss.knowledge.records import KB, LayoutInfo, MemoryInfo, RegFileInfo
-from zomboss.util import RecordCodec, RecordError, cache_root
+from zomboss.util import RecordCodec, RecordError, cache_root, read_bytes
 
 CACHE_FORMAT = 3  # 2: JSON records (1 was a pickle, never read again); 3: effects carry scalar reads
 # The compiler's sources: a change to any of them makes a new cache entry.
@@ -237,10 +238,10 @@ _KB_HINTS = typing.get_type_hints(KB, globalns={**vars(dm), **vars(records)})
 def read_entry(cfile: Path, digest: str) -> KB | None:
     """A cached KB, or None (missing, unreadable, foreign or corrupt entries are rebuilt)."""
     try:
-        if not cfile.is_file() or cfile.stat().st_size > MAX_CACHE_BYTES:
+        if not cfile.is_file():
             return None
-        data = cfile.read_bytes()
-    except OSError:
+        data = read_bytes(cfile, "a KB cache entry", MAX_CACHE_BYTES)
+    except ZombossError:
         return None
     try:
         return kb_from_json(data, digest)

@@ -11,11 +11,12 @@ from pathlib import Path
 
 from zomboss.doc import DocError, parse_doc
 from zomboss.doc import model as dm
+from zomboss.errors import ZombossError
 from zomboss.knowledge import cache
 from zomboss.knowledge.asp import kb_facts
 from zomboss.knowledge.compile import compile_doc
 from zomboss.knowledge.records import KB
-from zomboss.util import atomic_write, warn_once
+from zomboss.util import OutputError, atomic_write, read_text, warn_once
 
 _LOADED: dict[str, KB] = {}  # in-process memo by cache file (content digest): a KB is immutable once built
 _IN_MEMORY: dict[str, KB] = {}  # KBs built where the cache folder cannot be written
@@ -33,13 +34,9 @@ def load_kb(
     (read-only, not a folder, ...) means building in memory, with one warning."""
     path = Path(doc_path)
     try:
-        if path.stat().st_size > dm.MAX_DOC_BYTES:
-            raise DocError(f"{path}: larger than the {dm.MAX_DOC_BYTES >> 20} MB a doc may have")
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise DocError(f"{path}: cannot read: {e.strerror}") from None
-    except UnicodeDecodeError as e:
-        raise DocError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+        text = read_text(path, "an ISA doc", dm.MAX_DOC_BYTES)
+    except ZombossError as e:
+        raise DocError(str(e)) from None
     overrides = dict(overrides or {})
     digest = cache.digest(text, overrides, str(path.resolve()))
     cfile = cache.cache_dir() / f"{path.stem}-{digest[:24]}.json"
@@ -63,10 +60,8 @@ def load_kb(
         )
     if use_cache:
         try:
-            atomic_write(cfile, cache.kb_to_json(kb))
-        except OSError as e:
+            atomic_write(cfile, cache.kb_to_json(kb), private=True)
+        except OutputError as e:
             _IN_MEMORY[str(cfile)] = kb
-            warn_once(
-                "cache-write", f"cannot write the KB cache in {cfile.parent} ({e.strerror or e}); building in memory"
-            )
+            warn_once("cache-write", f"cannot write the KB cache ({e}); building in memory")
     return kb

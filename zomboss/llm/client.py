@@ -24,16 +24,24 @@ bounded, accounted and reproducible:
   counts. A request that differs from the recording is an error (`ReplayMismatch`).
 
 The API key is never written anywhere: it is kept out of reprs, recordings (no headers are
-recorded), exception messages and answers (every body is scrubbed of it before anything
-reads it). Answers are data: nothing here executes them.
+recorded), exception messages, answers and requests, in any encoding an endpoint may echo it
+in (`Scrubber`: every body is scrubbed, its decoded JSON strings included, before anything
+reads it; every request and recording line is scrubbed the same way, so an answer that held it
+never goes back out in a prompt). Recordings are written by the one output writer
+(`zomboss.util.atomic_write`, `append_text`), replays read by the one input reader. Answers are
+data: nothing here executes them.
 """
 
 from __future__ import annotations
 
+import base64
+import html
 import json
 import os
 import random
+import re
 import time
+import urllib.parse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +49,7 @@ from types import ModuleType
 from typing import Any
 
 from zomboss.errors import ZombossError
+from zomboss.util import append_text, atomic_write, read_text
 
 DEFAULT_TIMEOUT = 60.0
 DEFAULT_RETRIES = 3
@@ -220,14 +229,79 @@ class LlmConfig:
         return f"LlmConfig(base_url={self.base_url!r}, model={self.model!r}, timeout={self.timeout})"
 
 
+REDACTED = "[redacted]"
+
+
 class Scrubber:
-    """Removes the API key from any text before it is stored, shown or parsed."""
+    """Removes the API key from any text before it is stored, shown or parsed, in whatever
+    encoding an endpoint may echo it: as is, in JSON strings (`\\u`-escaped, at any depth of
+    JSON nested in strings), percent-encoded, or in base64 (at any alignment). JSON text is
+    scrubbed structurally: its decoded strings are, and the text is re-serialised only if one
+    held the key; text that is not JSON and holds the key only in an encoding it cannot
+    rewrite in place is replaced whole."""
 
     def __init__(self, key: str | None) -> None:
         self.key = key if key and key != PLACEHOLDER_KEY and len(key) >= 4 else None
+        self._forms: tuple[str, ...] = ()
+        if self.key:
+            raw = self.key.encode("utf-8")
+            forms = {self.key, urllib.parse.quote(self.key, safe=""), urllib.parse.quote_plus(self.key)}
+            for pad in range(3):  # base64 of the key after 0, 1 or 2 other bytes: its stable middle
+                whole = (len(raw) + pad) // 3 * 4
+                for enc in (base64.b64encode, base64.urlsafe_b64encode):
+                    frag = enc(b"\0" * pad + raw)[4 if pad else 0 : whole].decode("ascii")
+                    if len(frag) >= 8:
+                        forms.add(frag)
+            self._forms = tuple(sorted(forms, key=len, reverse=True))
 
     def __call__(self, text: str) -> str:
-        return text.replace(self.key, "[redacted]") if self.key and self.key in text else text
+        if not self.key:
+            return text
+        try:
+            data = json.loads(text)
+        except (ValueError, RecursionError):
+            return self._text(text)
+        try:
+            clean = self._json(data, 0)
+        except RecursionError:  # nested too deeply to walk: the text as a whole
+            return self._text(text)
+        return json.dumps(clean) if clean != data else self._text(text)
+
+    def _text(self, text: str) -> str:
+        for form in self._forms:
+            text = text.replace(form, REDACTED)
+        assert self.key is not None
+        decoded = _unescape(text)
+        if self.key in decoded or any(f in decoded for f in self._forms):
+            return REDACTED + " (the text held the API key in an encoded form)"
+        return text
+
+    def _json(self, v: Any, depth: int) -> Any:
+        if isinstance(v, str):
+            out = self._text(v)
+            if depth < 8 and out == v and v[:1] in '[{"':
+                try:
+                    inner = json.loads(v)
+                except (ValueError, RecursionError):
+                    return out
+                clean = self._json(inner, depth + 1)
+                return json.dumps(clean) if clean != inner else v
+            return out
+        if isinstance(v, list):
+            return [self._json(x, depth) for x in v]
+        if isinstance(v, dict):
+            return {self._text(k): self._json(x, depth) for k, x in v.items()}
+        return v
+
+
+def _unescape(text: str) -> str:
+    """`text` with JSON/Python backslash escapes, percent-encoding and HTML entities decoded
+    (twice, for a doubly escaped echo), to look for the key in."""
+    for _ in range(2):
+        text = re.sub(r"\\u([0-9a-fA-F]{4})", lambda m: chr(int(m.group(1), 16)), text)
+        text = re.sub(r"\\x([0-9a-fA-F]{2})", lambda m: chr(int(m.group(1), 16)), text)
+        text = html.unescape(urllib.parse.unquote_plus(text))
+    return text
 
 
 # ---- the client ----------------------------------------------------------------------------
@@ -316,9 +390,8 @@ class LlmClient:
                     " or --llm-replay FILE.jsonl"
                 )
         if self._record is not None:
-            self._record.parent.mkdir(parents=True, exist_ok=True)
             header = {"zomboss_llm_recording": RECORDING_VERSION, "model": self.config.model}
-            self._record.write_text(json.dumps(header) + "\n", encoding="utf-8")
+            atomic_write(self._record, json.dumps(header) + "\n")
 
     @property
     def tokens(self) -> int:
@@ -454,6 +527,11 @@ class LlmClient:
             request["tool_choice"] = tool_choice
         if response_format is not None:
             request["response_format"] = dict(response_format)
+        if self.scrub.key:  # an answer that held the key never goes back out in a prompt
+            text = json.dumps(request)
+            clean = self.scrub(text)
+            if clean != text:
+                request = json.loads(clean)
         n = len(self.calls)
         t0 = time.perf_counter()
         attempts: list[dict[str, Any]] = []  # every HTTP attempt, as recorded (and replayed)
@@ -492,8 +570,8 @@ class LlmClient:
                 rounds += 1
         wall = time.perf_counter() - t0
         if self._record is not None:
-            with self._record.open("a", encoding="utf-8") as f:
-                f.write(json.dumps({"n": n, "purpose": purpose, "request": request, "attempts": attempts}) + "\n")
+            line = json.dumps({"n": n, "purpose": purpose, "request": request, "attempts": attempts})
+            append_text(self._record, self.scrub(line) + "\n")
         self.usage = self.usage + usage
         if reply is None:
             assert failure is not None
@@ -582,9 +660,9 @@ def _first_difference(a: object, b: object, path: str = "request") -> str:
 
 def _read_recording(path: Path) -> list[dict[str, Any]]:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as e:
-        raise LlmConfigError(f"{path}: cannot read the recording ({e.strerror})") from None
+        lines = read_text(path, "an LLM recording").splitlines()
+    except ZombossError as e:
+        raise LlmConfigError(str(e)) from None
     out = []
     for i, line in enumerate(lines, 1):
         if not line.strip():

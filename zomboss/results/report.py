@@ -13,10 +13,12 @@ space say how much was left.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import io
 import math
 import os
+import stat
 import statistics
 import sys
 import time
@@ -26,7 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from zomboss.results.records import speedup
-from zomboss.util import atomic_write
+from zomboss.util import OutputError, atomic_write, check_output
+from zomboss.util.files import write_error
 from zomboss.util.version import commit, version
 
 PLOTS_SKIPPED = "plots skipped: install zomboss[plot]"  # said on stderr and in the report
@@ -347,13 +350,9 @@ def _save(fig: Any, folder: Path, name: str) -> list[Path]:
 
 
 def publish(path: Path, data: bytes) -> Path:
-    """Write a report file atomically, readable like any file the user creates (the mode
-    `open` would give under the umask), not with the private mode of the temporary file."""
-    atomic_write(path, data)
-    umask = os.umask(0)
-    os.umask(umask)
-    path.chmod(0o666 & ~umask)
-    return path
+    """Write a report file (`atomic_write`: refused unless a regular file or a new path,
+    atomic, with the mode `open` would give under the umask)."""
+    return atomic_write(path, data)
 
 
 # ---- Zomboss (LLM guide) against direct generation (`bench --guide llm --compare-direct`)
@@ -463,7 +462,12 @@ def write_report(
 ) -> WrittenReport:
     """report.md and the plots in `folder`; without matplotlib, report.md alone, saying so (in
     the report and on stderr)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    if (folder.exists() or folder.is_symlink()) and not folder.is_dir():
+        raise OutputError(f"{folder}: not a folder; give the folder to write the report and plots into")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise write_error(folder, e) from None
     path = folder / "report.md"
     text = markdown(rows, title, config) + ("\n" + compare_markdown(direct) if direct is not None else "")
     try:
@@ -498,6 +502,9 @@ def point_latest(folder: Path) -> Path:
     """`latest` beside the run folders, naming the newest: a relative symlink, or, where
     symlinks cannot be made, a text file holding the folder's name. Returns the pointer."""
     latest = folder.parent / "latest"
+    with contextlib.suppress(FileNotFoundError):
+        if not (stat.S_ISLNK(latest.lstat().st_mode) or stat.S_ISDIR(latest.lstat().st_mode)):
+            check_output(latest)  # a regular file is replaced; a device node, FIFO or socket never
     tmp = folder.parent / f".latest.{os.getpid()}"
     try:
         tmp.unlink(missing_ok=True)

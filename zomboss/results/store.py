@@ -6,21 +6,28 @@
   finished one (`trial`) instead of simulating it again.
 * `results`: one summary row per (target, workload, kind, config): a default or a solve.
 * `claims`: which process is working on which instance, so two `bench` processes on one store
-  share the work instead of both doing all of it; a claim whose owner died is taken over.
+  share the work instead of both doing all of it. A claim is a lease: its owner refreshes a
+  heartbeat every few seconds, and a claim without one for `LEASE_S` (its owner died, hangs,
+  or runs on a host that lost the store) is taken over with a message, whatever its host
+  name or PID; one whose owner is provably gone (this machine, a PID that runs no more) at once.
 
 The config key hashes the KB digest (doc, grammar, rules, parameter overrides) and the
 target's code, so rows computed under another doc, override or simulator are never reused.
 SQLite in WAL mode with a busy timeout serialises concurrent writers without losing rows.
-A row that cannot be decoded (a foreign or damaged store) is skipped with a warning.
+A database with other tables, or with tables of other columns, is refused before anything in
+it changes (Zomboss's own older stores are migrated); a row that cannot be decoded or holds a
+value of the wrong type (a damaged store) is skipped with a warning on stderr.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import socket
 import sqlite3
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from zomboss.errors import ZombossError
+from zomboss.util import OutputError, check_output
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS results (
@@ -63,11 +71,40 @@ CREATE TABLE IF NOT EXISTS claims (
     workload   TEXT NOT NULL,
     kind       TEXT NOT NULL,
     config     TEXT NOT NULL,
-    owner      TEXT NOT NULL,          -- host:pid
+    owner      TEXT NOT NULL,          -- host:pid-namespace:pid:token, one per process
     created    REAL NOT NULL,
+    heartbeat  REAL NOT NULL DEFAULT 0, -- refreshed by the owner every HEARTBEAT_S (the lease)
     PRIMARY KEY (target, workload, kind, config)
 );
 """
+
+# The columns of each table by name, in order (a foreign table with as many columns is not ours).
+COLUMNS = {
+    "results": ("target", "workload", "kind", "config", "ok", "cycles", "wall_s", "payload", "created"),
+    "trials": (
+        "target", "workload", "config", "mapping", "mode", "seed", "cycles", "verified", "guide", "wall_s",
+        "tokens", "payload", "created",
+    ),
+    "claims": ("target", "workload", "kind", "config", "owner", "created", "heartbeat"),
+}  # fmt: skip
+OLD_CLAIMS = COLUMNS["claims"][:-1]  # Zomboss stores from before the lease (migrated: a column added)
+
+HEARTBEAT_S = 5.0  # how often a process refreshes its claims
+LEASE_S = 30.0  # a claim whose heartbeat is older than this is taken over
+
+# The types the readers of a results payload rely on (a row holding another type is skipped).
+_NUM = (int, float)
+PAYLOAD_TYPES: dict[str, tuple[type, ...]] = {
+    **dict.fromkeys(
+        ("cycles", "default_cycles", "bound_cycles", "space_bound_cycles", "optimum_cycles",
+         "lower_bound_cycles", "simulations", "legal_mappings", "pruned", "tokens"),
+        (int,),
+    ),
+    **dict.fromkeys(("wall_s", "speedup", "gap", "time_limit_s"), _NUM),
+    **dict.fromkeys(("verified", "complete"), (bool,)),
+    **dict.fromkeys(("mapping", "breakdown", "breakdown_default", "references"), (dict,)),
+    **dict.fromkeys(("target", "workload", "error", "verified_by", "candidate", "guide_note"), (str,)),
+}  # fmt: skip
 
 
 class StoreError(ZombossError):
@@ -115,21 +152,41 @@ def trial_family(guide: str) -> str:
     return guide if guide in ("exhaustive", "direct") else "guided"
 
 
-def _me() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _alive(owner: str) -> bool:
-    host, _, pid = owner.rpartition(":")
-    if host != socket.gethostname():
-        return True  # another machine's claim: trust it
+def _pid_namespace() -> str:
     try:
-        os.kill(int(pid), 0)
-    except (ValueError, ProcessLookupError):
+        return os.readlink("/proc/self/ns/pid").removeprefix("pid:").strip("[]")
+    except OSError:
+        return ""
+
+
+_TOKEN = secrets.token_hex(4)
+
+
+def _me() -> str:
+    """This process's claim owner: host, PID namespace, PID and a random token (a later
+    process that reuses the PID is another owner)."""
+    return f"{socket.gethostname()}:{_pid_namespace()}:{os.getpid()}:{_TOKEN}"
+
+
+def _gone(owner: str) -> bool:
+    """Whether the owner is provably dead: a process of this machine's PID namespace whose PID
+    runs no more (then its lease need not run out first). Anything else (another host, another
+    namespace, an older owner format, a live PID) is left to the lease."""
+    parts = owner.split(":")
+    if len(parts) != 4 or parts[0] != socket.gethostname() or not parts[1] or parts[1] != _pid_namespace():
         return False
-    except PermissionError:
+    try:
+        os.kill(int(parts[2]), 0)
+    except ProcessLookupError:
         return True
-    return True
+    except (ValueError, OSError):
+        return False
+    return False
+
+
+def _check_value(v: Any, types: tuple[type, ...], what: str) -> None:
+    if v is not None and (not isinstance(v, types) or (isinstance(v, bool) and bool not in types)):
+        raise TypeError(f"{what} is a {type(v).__name__}")
 
 
 def _warn(msg: str) -> None:
@@ -137,25 +194,78 @@ def _warn(msg: str) -> None:
 
 
 class Store:
-    def __init__(self, path: Path) -> None:
+    """A results store; `lease` (seconds, default LEASE_S) is how long a claim lives without a
+    heartbeat."""
+
+    def __init__(self, path: Path, lease: float | None = None) -> None:
         self.path = Path(path)
+        self.lease = LEASE_S if lease is None else lease
+        self._beat: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._warned: set[str] = set()
+        try:
+            check_output(self.path)
+        except OutputError as e:
+            raise StoreError(str(e).replace("refusing to write it", "refusing to use it as a results store")) from None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(str(self.path), timeout=60)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.executescript(SCHEMA)
         except (sqlite3.DatabaseError, OSError) as e:
             raise StoreError(f"{self.path}: not a usable results store ({e})") from None
         try:
-            for table, cols in (("results", 9), ("trials", 13), ("claims", 6)):
-                have = len(self.db.execute(f"PRAGMA table_info({table})").fetchall())
-                if have != cols:
-                    raise StoreError(f"{self.path}: table {table!r} is not a Zomboss table ({have} columns)")
+            self._check_schema()
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.executescript(SCHEMA)
         except sqlite3.DatabaseError as e:
+            self.db.close()
             raise StoreError(f"{self.path}: not a usable results store ({e})") from None
+        except StoreError:
+            self.db.close()
+            raise
+
+    def _check_schema(self) -> None:
+        """Refuse a database that has tables but is not a Zomboss store, before anything in it
+        changes; tables are recognised by their column names. Zomboss's own stores from
+        before the claims' lease get the heartbeat column."""
+        entries = self.db.execute("SELECT type, name, tbl_name FROM sqlite_master").fetchall()
+        tables = [n for (kind, n, _) in entries if kind == "table"]
+        foreign = sorted(
+            f"{kind} {n}"
+            for (kind, n, on) in entries
+            if kind in ("view", "trigger") or (on not in COLUMNS and not str(n).startswith("sqlite_"))
+        )
+        if foreign:
+            raise StoreError(
+                f"{self.path}: not a Zomboss results store (it has {', '.join(foreign)}); "
+                "refusing to change it (give --db a new file or a Zomboss store)"
+            )
+        migrate = False
+        for table in tables:
+            if table not in COLUMNS:
+                continue
+            have = tuple(r[1] for r in self.db.execute(f"PRAGMA table_info({table})"))
+            if table == "claims" and have == OLD_CLAIMS:
+                migrate = True
+            elif have != COLUMNS[table]:
+                raise StoreError(
+                    f"{self.path}: table {table!r} is not a Zomboss table (columns {', '.join(have)}; "
+                    f"expected {', '.join(COLUMNS[table])}); refusing to change it"
+                )
+        if migrate:
+            with self.db:
+                self.db.execute("ALTER TABLE claims ADD COLUMN heartbeat REAL NOT NULL DEFAULT 0")
 
     def close(self) -> None:
+        self._stop.set()
+        if self._beat is not None:
+            self._beat.join(timeout=5)
         self.db.close()
+
+    def _skip(self, message: str) -> None:
+        """Warn of a skipped row, once per store and message (rows are read more than once)."""
+        if message not in self._warned:
+            self._warned.add(message)
+            _warn(message)
 
     def _write(self, sql: str, args: tuple[Any, ...]) -> None:
         try:
@@ -202,12 +312,21 @@ class Store:
         for rec in self.db.execute(q + " ORDER BY target, created", args):
             try:
                 t, w, k, c, ok, cyc, wall, payload = rec
+                for v, what in ((t, "target"), (w, "workload"), (k, "kind"), (c, "config"), (payload, "payload")):
+                    if not isinstance(v, str):
+                        raise TypeError(f"its {what} is a {type(v).__name__}")
+                if ok not in (0, 1):
+                    raise TypeError(f"its ok is {ok!r}")
+                _check_value(cyc, (int,), "its cycles")
+                _check_value(wall, _NUM, "its wall_s")
                 data = json.loads(payload)
                 if not isinstance(data, dict):
-                    raise ValueError("payload is not an object")
-                yield Row(str(t), str(w), str(k), str(c), bool(ok), cyc, wall, data)
-            except (ValueError, TypeError) as e:
-                _warn(f"{self.path}: skipping an unreadable result row ({e})")
+                    raise TypeError("its payload is not an object")
+                for key, types in PAYLOAD_TYPES.items():
+                    _check_value(data.get(key), types, f"its payload's {key}")
+                yield Row(t, w, k, c, bool(ok), cyc, wall, data)
+            except (ValueError, TypeError, RecursionError) as e:
+                self._skip(f"{self.path}: skipping an unreadable result row {str(rec[:3])[:120]} ({e})")
 
     def winner(self, target: str, workload: str, config: str) -> Row | None:
         """The best verified search result (`solve` or `exhaustive`) of an instance under a
@@ -293,19 +412,27 @@ class Store:
     def _trial(self, rec: tuple[Any, ...]) -> Trial | None:
         """A trials row as a record; an undecodable one is skipped with a warning."""
         try:
+            mapping, mode, seed, cycles, verified, guide, wall, tokens, payload = rec
+            for v, what in ((mapping, "mapping"), (mode, "mode"), (guide, "guide"), (payload, "payload")):
+                if not isinstance(v, str):
+                    raise TypeError(f"its {what} is a {type(v).__name__}")
+            if not isinstance(seed, int):
+                raise TypeError(f"its seed is a {type(seed).__name__}")
+            if verified not in (None, 0, 1):
+                raise TypeError(f"its verified is {verified!r}")
+            _check_value(cycles, (int,), "its cycles")
+            _check_value(wall, _NUM, "its wall_s")
+            _check_value(tokens, (int,), "its tokens")
+            data = json.loads(payload)
+            if not isinstance(data, dict):
+                raise TypeError("its payload is not an object")
             return Trial(
-                rec[0],
-                rec[1],
-                int(rec[2]),
-                rec[3],
-                None if rec[4] is None else bool(rec[4]),
-                rec[5],
-                rec[6],
-                rec[7],
-                json.loads(rec[8]),
+                mapping, mode, seed, cycles, None if verified is None else bool(verified), guide, wall, tokens, data
             )
-        except (ValueError, TypeError) as e:
-            _warn(f"{self.path}: skipping an unreadable trial row ({e})")
+        except (ValueError, TypeError, RecursionError) as e:
+            self._skip(
+                f"{self.path}: skipping an unreadable trial row (mapping {str(rec[0])[:80]!r}, seed {rec[2]!r}) ({e})"
+            )
             return None
 
     def forget(self, target: str, workload: str, config: str, family: str = "all") -> None:
@@ -347,23 +474,63 @@ class Store:
 
     # ---- claims -----------------------------------------------------------------------
     def claim(self, target: str, workload: str, kind: str, config: str) -> bool:
-        """True if this process may work on the instance (unclaimed, ours, or its owner died)."""
-        me = _me()
+        """True if this process may work on the instance: unclaimed, ours, or its claim's
+        lease ran out (no heartbeat for `lease` seconds) or its owner is provably dead; a
+        claim taken over is said on stderr. While this process holds claims, a thread
+        refreshes their heartbeat."""
+        me, now = _me(), time.time()
         try:
             with self.db:
                 row = self.db.execute(
-                    "SELECT owner FROM claims WHERE target=? AND workload=? AND kind=? AND config=?",
+                    "SELECT owner, heartbeat FROM claims WHERE target=? AND workload=? AND kind=? AND config=?",
                     (target, workload, kind, config),
                 ).fetchone()
-                if row is not None and row[0] != me and _alive(row[0]):
-                    return False
+                if row is not None and row[0] != me:
+                    owner, beat = str(row[0]), row[1] if isinstance(row[1], int | float) else 0.0
+                    if not _gone(owner) and now - beat < self.lease:
+                        return False
+                    why = "has ended" if _gone(owner) else f"sent no heartbeat for {now - beat:,.0f} s"
+                    _warn(f"{target}:{workload}: taking over the claim of {owner} (it {why})")
                 self.db.execute(
-                    "INSERT OR REPLACE INTO claims VALUES (?,?,?,?,?,?)",
-                    (target, workload, kind, config, me, time.time()),
+                    "INSERT OR REPLACE INTO claims VALUES (?,?,?,?,?,?,?)",
+                    (target, workload, kind, config, me, now, now),
                 )
         except sqlite3.DatabaseError as e:
             raise StoreError(f"{self.path}: cannot write ({e})") from None
+        self._heartbeat()
         return True
+
+    def claimant(self, target: str, workload: str, kind: str, config: str) -> tuple[str, float] | None:
+        """Who holds the claim of an instance and how many seconds ago it last sent a heartbeat."""
+        row = self.db.execute(
+            "SELECT owner, heartbeat FROM claims WHERE target=? AND workload=? AND kind=? AND config=?",
+            (target, workload, kind, config),
+        ).fetchone()
+        if row is None:
+            return None
+        beat = row[1] if isinstance(row[1], int | float) else 0.0
+        return str(row[0]), time.time() - beat
+
+    def _heartbeat(self) -> None:
+        """Start the thread that refreshes this process's claims (on its own connection)."""
+        if self._beat is not None and self._beat.is_alive():
+            return
+        me, path, every = _me(), str(self.path), min(HEARTBEAT_S, self.lease / 4)
+
+        def beat() -> None:
+            while not self._stop.wait(every):
+                try:
+                    db = sqlite3.connect(path, timeout=every)
+                    try:
+                        with db:
+                            db.execute("UPDATE claims SET heartbeat=? WHERE owner=?", (time.time(), me))
+                    finally:
+                        db.close()
+                except sqlite3.Error as e:
+                    _warn(f"{path}: cannot refresh the claims' heartbeat ({e})")
+
+        self._beat = threading.Thread(target=beat, name="zomboss-claims-heartbeat", daemon=True)
+        self._beat.start()
 
     def release(self, target: str, workload: str, kind: str, config: str) -> None:
         self._write(

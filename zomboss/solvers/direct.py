@@ -30,11 +30,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zomboss.doc.model import MAX_DOC_BYTES
 from zomboss.errors import ZombossError
 from zomboss.legality import check_program_text
 from zomboss.llm import LlmClient, LlmError, Usage
 from zomboss.results import Record, speedup
 from zomboss.target import Params, Target
+from zomboss.util import atomic_write, read_json, read_text
 from zomboss.verify import default_result
 from zomboss.workload import Workload
 
@@ -149,7 +151,7 @@ class Workspace:
         if not sides:
             raise ZombossError(f"{self.t.name}: export wrote no sidecar to verify programs against")
         side = sides[0]
-        data = json.loads(side.read_text(encoding="utf-8"))
+        data = read_json(side, "a sidecar")
         suffix = Path(side.name[: -len(".json")]).suffix or ".asm"
         shutil.rmtree(ref)  # Candidate-0's program is the answer: the agent never sees it
         return data, suffix
@@ -159,10 +161,10 @@ class Workspace:
         return {k: v for k, v in self.sidecar_data.items() if k not in ("mapping", "seed", "verification")}
 
     def write(self, text: str, seed: int) -> Path:
-        self.program.write_text(text, encoding="utf-8")
+        atomic_write(self.program, text)
         side = dict(self.sidecar_data)
         side["seed"] = seed
-        self.program.with_name(self.program.name + ".json").write_text(json.dumps(side), encoding="utf-8")
+        atomic_write(self.program.with_name(self.program.name + ".json"), json.dumps(side))
         return self.program
 
 
@@ -185,7 +187,7 @@ class DirectAgent:
         self.folder.mkdir(parents=True, exist_ok=True)
         self.ws = Workspace(t, wl, params, self.folder)
         self.kb = t.kb(params)
-        self.doc = Path(t.doc).read_text(encoding="utf-8")
+        self.doc = read_text(Path(t.doc), "an ISA doc", MAX_DOC_BYTES)
         self.used_seeds: set[int] = set()
         self.tools: dict[str, int] = {}
         self.last_program: str | None = None

@@ -30,7 +30,7 @@ from zomboss.program import Instr, Program, parse_program
 from zomboss.results import KernelResult
 from zomboss.target.base import SidecarError, TargetBase, read_sidecar, sidecar_path, sidecar_seed
 from zomboss.target.protocol import Evaluation, Mode, Params, params_key
-from zomboss.util import MAX_INSTRUCTIONS
+from zomboss.util import MAX_INSTRUCTIONS, atomic_write
 from zomboss.workload import OpSchema, Workload, parse_spec
 
 
@@ -196,7 +196,7 @@ class DocTarget(TargetBase[KB, DocInstance, Program]):
     ) -> Path:
         """The program text at `out`, the lowering's bytes and the workload in `<out>.json`,
         and the machine's native encoding next to it (`write_native`)."""
-        out.write_text("".join(i.text() + "\n" for i in lowered.instrs))
+        atomic_write(out, "".join(i.text() + "\n" for i in lowered.instrs))
         files = [p.name for p in self.write_native(self.kb(params), lowered, out)]
         side = {
             "target": self.name,
@@ -208,7 +208,7 @@ class DocTarget(TargetBase[KB, DocInstance, Program]):
             "layout": dict(inst.layout),
             "native": files,
         }
-        sidecar_path(out).write_text(json.dumps(side, indent=1))
+        atomic_write(sidecar_path(out), json.dumps(side, indent=1))
         return out
 
     def describe(self) -> Mapping[str, Any]:

@@ -5,7 +5,17 @@ small LRU cache (`lru`). Imports nothing of Zomboss but `zomboss.errors`.
 
 from __future__ import annotations
 
-from zomboss.util.files import RecordCodec, RecordError, atomic_write, cache_root, results_dir, warn_once
+from zomboss.util.files import (
+    OutputError,
+    RecordCodec,
+    RecordError,
+    append_text,
+    atomic_write,
+    cache_root,
+    check_output,
+    results_dir,
+    warn_once,
+)
 from zomboss.util.inputs import (
     MAX_INSTRUCTIONS,
     LimitError,
@@ -15,6 +25,7 @@ from zomboss.util.inputs import (
     load_json,
     output_file,
     over_budget,
+    read_bytes,
     read_json,
     read_text,
 )
@@ -22,18 +33,22 @@ from zomboss.util.lru import Lru
 
 __all__ = [
     "LimitError",
+    "OutputError",
     "Lru",
     "MAX_INSTRUCTIONS",
     "RecordCodec",
     "RecordError",
     "TooLargeToVerify",
+    "append_text",
     "atomic_write",
     "cache_root",
     "check_budget",
+    "check_output",
     "check_workload_bytes",
     "load_json",
     "output_file",
     "over_budget",
+    "read_bytes",
     "read_json",
     "read_text",
     "results_dir",

@@ -9,8 +9,11 @@ cannot be written, callers fall back to building in memory with one warning (`wa
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import os
+import stat
 import sys
 import tempfile
 import types
@@ -20,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import platformdirs
+
+from zomboss.errors import ZombossError
 
 APP = "zomboss"
 
@@ -45,20 +50,122 @@ def results_dir() -> Path:
     return platformdirs.user_data_path(APP, appauthor=False)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write via a temporary file in the same folder and rename: a reader (or a killed
-    writer) never sees a half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+class OutputError(ZombossError):
+    """A file a command was told to write that it cannot or must not write (the message names
+    the path; nothing was written)."""
+
+
+def check_output(path: Path, example: str = "out") -> Path:
+    """The file an output path names, refused unless it is a regular file or a new path: a
+    folder, a device node, a FIFO or a socket is never written (as root, renaming over
+    /dev/null would replace the device). A symlink is followed: the file it names is written,
+    the link stays."""
+    path = Path(path)
+    if not path.name or str(path).endswith(("/", "\\")) or path.is_dir():
+        raise OutputError(f"{path}: is a folder; give the file to write (e.g. {path / example})")
     try:
+        st = path.stat()
+    except FileNotFoundError:
+        if path.is_symlink():  # a dangling link: write where it points
+            return Path(os.path.realpath(path))
+        return path
+    except OSError as e:
+        raise OutputError(f"{path}: cannot write: {e.strerror or e}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise OutputError(f"{path}: not a regular file (a device, FIFO or socket); refusing to write it")
+    return Path(os.path.realpath(path)) if path.is_symlink() else path
+
+
+def write_error(path: Path, e: OSError) -> OutputError:
+    """The one message of a write that failed: a full disk and a permission problem say so."""
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        why = "the disk is full (no space left on device)"
+    elif e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        why = f"permission denied ({e.strerror})"
+    else:
+        why = e.strerror or str(e)
+    return OutputError(f"{path}: cannot write: {why}; nothing was written")
+
+
+def atomic_write(path: Path, data: bytes | str, *, private: bool = False) -> Path:
+    """The one way Zomboss writes a file (outputs, reports, recordings, cache entries): the
+    path is checked (`check_output`), the data goes to a temporary file in the same folder,
+    is flushed to disk and renamed over the target, so a reader (or a killed writer) never
+    sees a half-written file and a failure (a full disk, no permission) leaves the old file or
+    none, with one OutputError naming the path. The file gets the mode `open` would give
+    (an existing file keeps its own; `private`: 0600, for cache entries)."""
+    target = check_output(path)
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    tmp: str | None = None
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=target.name + ".", suffix=".tmp")
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            f.write(raw)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+            os.fchmod(f.fileno(), 0o600 if private else _mode_of(target))
+        check_output(target)  # still not a special file (it may have been replaced meanwhile)
+        os.replace(tmp, target)
+        tmp = None
+    except OSError as e:
+        raise write_error(Path(path), e) from None
+    finally:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+    return Path(path)
+
+
+def append_text(path: Path, text: str) -> None:
+    """Append to a file written by `atomic_write` (a recording, one line per call): refused
+    unless it is a regular file; a failed write is undone (the file is cut back to its old
+    length), so no partial line is left, and reported like `atomic_write`."""
+    target = check_output(path)
+    raw = text.encode("utf-8")
+    try:
+        # O_NONBLOCK: a FIFO put in its place since the check fails at once instead of blocking
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        fd = os.open(target, flags, 0o666)
+    except OSError as e:
+        raise write_error(Path(path), e) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OutputError(f"{path}: not a regular file (a device, FIFO or socket); refusing to write it")
+        try:
+            view = memoryview(raw)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, st.st_size)
+            raise write_error(Path(path), e) from None
+    finally:
+        os.close(fd)
+
+
+def _mode_of(target: Path) -> int:
+    """An existing file's mode, else the one `open` gives a new file under the umask."""
+    try:
+        return stat.S_IMODE(target.stat().st_mode)
+    except OSError:
+        return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    """The process's umask, read without changing it where the system says it (Linux), since
+    setting it to read it races with other threads creating files."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
 
 
 _WARNED: set[str] = set()

@@ -10,11 +10,14 @@ and the bytes a workload's operands take (checked before anything is allocated).
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from pathlib import Path
 from typing import Any
 
 from zomboss.errors import WorkloadError, ZombossError
+from zomboss.util.files import check_output
 
 MAX_INPUT_BYTES = 256 << 20  # a program, mapping or sidecar file larger than this is refused
 MAX_JSON_DEPTH = 64  # nesting a JSON input may have
@@ -27,17 +30,47 @@ class LimitError(ZombossError):
     """A resource budget ran out (the message names the budget and how to raise it)."""
 
 
-def read_text(path: Path, what: str = "a program or a mapping") -> str:
-    """The text of an input file, or one clear error naming it."""
+def read_bytes(path: Path, what: str = "a program or a mapping", limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of an input file, or one clear error naming it. The one reader of every file
+    a user hands in: bounded by the bytes actually read (at most `limit` + 1), not by the
+    size the file claims, so a device (/dev/zero), a FIFO or a symlink to one is refused
+    at the limit instead of being read until memory runs out."""
     path = Path(path)
+    size = f"{limit >> 20} MB" if limit >= 1 << 20 else f"{limit:,} bytes"
+    too_large = ZombossError(f"{path}: larger than the {size} {what} may have (docs/archdoc.md, Limits)")
     try:
-        if path.is_dir():
-            raise ZombossError(f"{path}: is a folder; expected {what}")
-        if path.is_file() and path.stat().st_size > MAX_INPUT_BYTES:
-            raise ZombossError(f"{path}: larger than the {MAX_INPUT_BYTES >> 20} MB an input file may have")
-        return path.read_text(encoding="utf-8")
+        # opened without blocking (a FIFO nobody writes would block the open for ever; it reads
+        # as empty instead), then read blocking as usual
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        with open(fd, "rb") as f:
+            st = os.fstat(f.fileno())
+            if stat.S_ISDIR(st.st_mode):
+                raise ZombossError(f"{path}: is a folder; expected {what}")
+            if stat.S_ISREG(st.st_mode) and st.st_size > limit:
+                raise too_large
+            chunks, n = [], 0
+            while n <= limit:
+                chunk = f.read(min(1 << 20, limit + 1 - n))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                n += len(chunk)
+            if n > limit:
+                raise too_large
+            return b"".join(chunks)
+    except IsADirectoryError:
+        raise ZombossError(f"{path}: is a folder; expected {what}") from None
     except OSError as e:
         raise ZombossError(f"{path}: cannot read: {e.strerror or e}") from None
+
+
+def read_text(path: Path, what: str = "a program or a mapping", limit: int = MAX_INPUT_BYTES) -> str:
+    """The UTF-8 text of an input file (`read_bytes`), or one clear error naming it."""
+    data = read_bytes(path, what, limit)
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise ZombossError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); expected {what}") from None
 
@@ -114,10 +147,6 @@ def _size(n: int) -> str:
 
 
 def output_file(path: Path) -> Path:
-    """An output path a command may write: not a folder, with a file name."""
-    path = Path(path)
-    if path.is_dir() or not path.name or str(path).endswith(("/", "\\")):
-        raise ZombossError(f"{path}: is a folder; give the file to write (e.g. {path / 'kernel'})")
-    if path.exists() and not path.is_file():
-        raise ZombossError(f"{path}: not a regular file")
-    return path
+    """An output path a command may write (`check_output`: a regular file or a new path)."""
+    check_output(path, "kernel")
+    return Path(path)
