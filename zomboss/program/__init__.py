@@ -6,6 +6,6 @@ KB's signatures (`parse`). Imports `zomboss.errors` and the KB records (`zomboss
 from __future__ import annotations
 
 from zomboss.program.ir import Instr, Item, Loop, Program, ProgramSyntaxError, parse_lines
-from zomboss.program.parse import parse_program
+from zomboss.program.parse import parse_program, program_text
 
-__all__ = ["Instr", "Item", "Loop", "Program", "ProgramSyntaxError", "parse_lines", "parse_program"]
+__all__ = ["Instr", "Item", "Loop", "Program", "ProgramSyntaxError", "parse_lines", "parse_program", "program_text"]

@@ -1,5 +1,6 @@
 """Reading a program of a target: `MNEMONIC op, op` lines (`ir.parse_lines`) checked against
-the signatures its KB's doc declares (mnemonics, arity, operand kinds)."""
+the signatures its KB's doc declares (mnemonics, arity, operand kinds), and writing one in the
+form it reads back (`program_text`)."""
 
 from __future__ import annotations
 
@@ -39,3 +40,17 @@ def parse_program(kb: KB, text: str, path: str) -> Program:
                 )
         out.append(instr)
     return Program(kb.target, tuple(out), {"source": path})
+
+
+def program_text(kb: KB, program: Program) -> str:
+    """The program in the `MNEMONIC op, op` form `parse_program` reads: register operands
+    written with their register file's name (`gp3`), as the doc's signatures declare them."""
+    prefixes: dict[str, dict[int, str]] = {}
+    lines = []
+    for ins in program.instrs:
+        pre = prefixes.get(ins.op)
+        if pre is None:
+            sig = kb.instrs[ins.op]
+            pre = prefixes[ins.op] = {i: o.kind for i, o in enumerate(sig.operands) if o.kind in kb.regfiles}
+        lines.append(ins.text(pre) + "\n")
+    return "".join(lines)

@@ -26,7 +26,7 @@ from zomboss.errors import WorkloadError
 from zomboss.knowledge import KB
 from zomboss.machine import GenericSim, Memories, Run
 from zomboss.mapping import KnobMapping, space
-from zomboss.program import Instr, Program, parse_program
+from zomboss.program import Instr, Program, parse_program, program_text
 from zomboss.results import KernelResult
 from zomboss.target.base import SidecarError, TargetBase, read_sidecar, sidecar_path, sidecar_seed
 from zomboss.target.protocol import Evaluation, Mode, Params, params_key
@@ -196,7 +196,7 @@ class DocTarget(TargetBase[KB, DocInstance, Program]):
     ) -> Path:
         """The program text at `out`, the lowering's bytes and the workload in `<out>.json`,
         and the machine's native encoding next to it (`write_native`)."""
-        atomic_write(out, "".join(i.text() + "\n" for i in lowered.instrs))
+        atomic_write(out, program_text(self.kb(params), lowered))  # registers with their prefix, as read back
         files = [p.name for p in self.write_native(self.kb(params), lowered, out)]
         side = {
             "target": self.name,
