@@ -585,6 +585,8 @@ def _read_recording(path: Path) -> list[dict[str, Any]]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as e:
         raise LlmConfigError(f"{path}: cannot read the recording ({e.strerror})") from None
+    except UnicodeDecodeError as e:
+        raise LlmConfigError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start}); expected a recording") from None
     out = []
     for i, line in enumerate(lines, 1):
         if not line.strip():
