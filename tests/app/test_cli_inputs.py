@@ -91,8 +91,6 @@ def test_sidecars_naming_huge_workloads_are_refused_by_size(tmp_path, capsys):
     [
         ("sp_capacity_kib=1", "cfg.library_tiling"),
         ("acc_capacity_kib=1", "cfg.tiles"),
-        ("rs_ld=0", "cfg.queues"),
-        ("rs_st=-1", "cfg.queues"),
         ("scale_one=0", "cfg.scale_one"),
     ],
 )
@@ -142,12 +140,9 @@ def test_export_to_a_folder_or_an_unwritable_place_is_one_line(tmp_path, capsys,
 @pytest.mark.parametrize(
     ("param", "message"),
     [
-        (
-            "mram_tiles=1267650600228229401496703205376",
-            r"plena\.md:\d+: memory mram: \d+ rows x 64 elements is more than",
-        ),
-        ("mram_tiles=0", r"plena\.md:\d+: memory mram: rows, width, banks and ports must be at least 1"),
-        ("vram_rows=100000000", r"plena\.md:\d+: memory vram: .* more than the 67,108,864 elements"),
+        # within the parameters' domains (param NAME in LO..HI), beyond the memories' bound
+        ("mram_tiles=65536", r"plena\.md:\d+: memory mram: \d+ rows x 64 elements is more than"),
+        ("vram_rows=67108864", r"plena\.md:\d+: memory vram: .* more than the 67,108,864 elements"),
     ],
 )
 def test_on_chip_memories_are_bounded_at_their_declaration(param, message, capsys):
@@ -155,6 +150,14 @@ def test_on_chip_memories_are_bounded_at_their_declaration(param, message, capsy
     assert main(["default", "plena", "rms_4x384", "--param", param]) == 2
     err = capsys.readouterr().err
     assert re.search(message, err) and f"(with --param {param})" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("param", ["mram_tiles=1267650600228229401496703205376", "mram_tiles=0", "vram_rows=100000000"])
+def test_memory_sizes_outside_their_parameter_domains_are_named(param, capsys):
+    assert main(["default", "plena", "rms_4x384", "--param", param]) == 2
+    err = capsys.readouterr().err
+    name = param.split("=")[0]
+    assert err.startswith(f"zomboss: --param {param}: outside the domain of {name}, 1..") and err.count("\n") == 1
 
 
 # ---- numeric flags and id lists are checked by the parser ----------------------------------------
