@@ -181,3 +181,19 @@ def test_the_model_is_discovered_when_not_given():
 def test_no_endpoint_is_a_clear_error():
     with pytest.raises(LlmConfigError, match="--llm-base-url"):
         LlmClient(LlmConfig())
+
+
+def test_tokens_of_an_answer_refused_for_its_size_are_counted(tmp_path):
+    """Issue #29, item 14: an answer over max_answer_bytes was dropped with its usage (direct
+    recorded 25,821 tokens where the endpoint delivered 29,691); it is read to its end and its
+    usage counted, in the run and in a replay of its recording."""
+    big = b'{"choices": [{"message": {"content": "' + b"x" * 5000 + b'"}}], '
+    big += b'"usage": {"prompt_tokens": 40, "completion_tokens": 1500}}'
+    rec = tmp_path / "r.jsonl"
+    with Loopback([raw(big), reply("ok", u=usage(3, 2))]) as srv:
+        c = client(srv, max_answer_bytes=4000, record=rec)
+        assert c.chat(MSG).content == "ok"
+    assert c.usage == Usage(43, 1502, 0, 0)
+    assert "oversized answer" in c.calls[0].reason
+    replayed = LlmClient(LlmConfig(model="m"), replay=rec)
+    assert replayed.chat(MSG).content == "ok" and replayed.usage == c.usage

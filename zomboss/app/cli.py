@@ -237,7 +237,7 @@ def store_solve(
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    from zomboss.app.display import exhaustive_display, solve_display
+    from zomboss.app.display import exhaustive_display, result_value, solve_display
     from zomboss.results import Store
     from zomboss.solvers.search import SolveConfig, solve
     from zomboss.target import config_key, get_target
@@ -301,7 +301,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
             "wall_s",
             "db",
         ]
-        lines = [f"{k:>18}: {d[k]}" for k in keys if d.get(k) not in (None, "")]
+        lines = [f"{k:>18}: {result_value(k, d)}" for k in keys if d.get(k) not in (None, "")]
         lines.append(f"{'files':>18}: {', '.join(d['files'])}")
         lines.append(f"{'mapping':>18}: {json.dumps(d['mapping'])}")
         lines.append(f"{'breakdown':>18}: default {d['breakdown_default']} -> best {d['breakdown']}")

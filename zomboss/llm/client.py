@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -383,13 +384,20 @@ class LlmClient:
             with chat.with_streaming_response.create(**body) as resp:
                 chunks: list[bytes] = []
                 size = 0
+                tail = b""  # of an oversized answer: its last bytes, where the `usage` object is
                 for chunk in resp.iter_bytes():
                     size += len(chunk)
-                    if size > cfg.max_answer_bytes:
-                        raise _Bad(f"oversized answer (more than {cfg.max_answer_bytes} bytes)", True)
                     if time.monotonic() - self._sent_at > cfg.timeout:
                         raise _Bad(f"timeout (answer not complete after {cfg.timeout:g} s)", True)
-                    chunks.append(chunk)
+                    if size > cfg.max_answer_bytes:  # refused, but read to its end: its tokens were spent
+                        tail = (b"".join(chunks) + tail + chunk)[-_TAIL_BYTES:]
+                        chunks = []
+                    else:
+                        chunks.append(chunk)
+            if size > cfg.max_answer_bytes:
+                raise _BadWithUsage(
+                    f"oversized answer ({size:,} bytes, more than {cfg.max_answer_bytes:,})", _tail_usage(tail)
+                )
             outcome = self.scrub(b"".join(chunks).decode("utf-8", errors="replace"))
         except _Bad as b:
             outcome = b
@@ -420,6 +428,8 @@ class LlmClient:
         else:
             last.clear()
             last.update(error=outcome.reason, status=outcome.status, wait=outcome.wait, retry=outcome.retry)
+            if isinstance(outcome, _BadWithUsage):  # replayed with the tokens it cost
+                last["usage"] = outcome.usage.to_json()
         return tries, outcome
 
     def _wait(self, attempt: int, hint: float | None) -> float:
@@ -552,7 +562,35 @@ def _replayed_attempt(att: object) -> str | _Bad:
         return att["body"]
     reason = str(att.get("error", "recorded failure"))
     status = att.get("status") if isinstance(att.get("status"), int) else None
+    if isinstance(att.get("usage"), Mapping):  # a refused answer whose tokens were counted
+        u = att["usage"]
+        return _BadWithUsage(
+            reason,
+            Usage(
+                _count(u.get("prompt")),
+                _count(u.get("completion")),
+                _count(u.get("cached")),
+                _count(u.get("reasoning")),
+            ),
+        )
     return _Bad(reason, bool(att.get("retry", True)), status, None)
+
+
+_TAIL_BYTES = 64 << 10  # of an oversized answer, the bytes kept to find its `usage` in
+
+
+def _tail_usage(tail: bytes) -> Usage:
+    """The `usage` object of a response body from its last bytes (OpenAI-compatible servers
+    write it after the choices), so that an answer refused for its size still counts the
+    tokens it cost. Usage() when the tail holds none."""
+    text = tail.decode("utf-8", errors="replace")
+    for m in reversed(list(re.finditer(r'"usage"\s*:\s*\{', text))):
+        try:
+            u, _ = json.JSONDecoder().raw_decode(text, m.end() - 1)
+        except (json.JSONDecodeError, RecursionError):
+            continue
+        return Usage.of({"usage": u})
+    return Usage()
 
 
 def _httpx2() -> ModuleType:
