@@ -31,6 +31,9 @@ BUDGET = {
     "target overrides (plena)": 2,
     "cache entries": 2,
     "query patterns": 10,
+    "target overrides (vta)": 2,
+    "CLI arguments": 25,
+    "VTA sidecars": 4,
 }
 
 
