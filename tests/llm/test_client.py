@@ -197,3 +197,11 @@ def test_tokens_of_an_answer_refused_for_its_size_are_counted(tmp_path):
     assert "oversized answer" in c.calls[0].reason
     replayed = LlmClient(LlmConfig(model="m"), replay=rec)
     assert replayed.chat(MSG).content == "ok" and replayed.usage == c.usage
+
+
+def test_a_malformed_base_url_in_the_environment_is_named(monkeypatch):
+    """Issue #29, item 19: --llm-base-url is checked by the parser, $OPENAI_BASE_URL here."""
+    monkeypatch.setenv("OPENAI_BASE_URL", "::::not a url")
+    with pytest.raises(LlmConfigError, match=r"\$OPENAI_BASE_URL '::::not a url': expected an http\(s\) URL"):
+        LlmConfig.from_options()
+    assert LlmConfig.from_options(base_url="http://127.0.0.1:9/v1").base_url == "http://127.0.0.1:9/v1"

@@ -10,7 +10,6 @@ import os
 import sys
 import textwrap
 from collections.abc import Callable
-from urllib.parse import urlsplit
 
 from zomboss.util.version import version_line
 
@@ -71,13 +70,11 @@ def workers(text: str) -> int:
 
 
 def url(text: str) -> str:
-    """An argparse type: an http(s) URL with a host (an endpoint such as http://127.0.0.1:8000/v1)."""
-    try:
-        parts = urlsplit(text)
-        parts.port  # noqa: B018 - raises ValueError on a port out of range or not a number
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(f"expected an http(s) URL, got {text!r} ({e})") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    """An argparse type: an http(s) URL with a host (an endpoint such as http://127.0.0.1:8000/v1),
+    by the check the LLM client makes of $OPENAI_BASE_URL."""
+    from zomboss.llm import http_url
+
+    if not http_url(text):
         raise argparse.ArgumentTypeError(f"expected an http(s) URL such as http://127.0.0.1:8000/v1, got {text!r}")
     return text
 

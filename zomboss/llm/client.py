@@ -208,9 +208,15 @@ class LlmConfig:
         timeout: float | None = None,
         **rest: Any,
     ) -> LlmConfig:
-        """Flags first, then `OPENAI_BASE_URL`, `ZOMBOSS_LLM_MODEL`, `OPENAI_API_KEY`."""
+        """Flags first, then `OPENAI_BASE_URL`, `ZOMBOSS_LLM_MODEL`, `OPENAI_API_KEY`. The
+        command line's parser checks --llm-base-url; the environment's URL is checked here."""
+        env_url = os.environ.get("OPENAI_BASE_URL") or None
+        if not base_url and env_url is not None and not http_url(env_url):
+            raise LlmConfigError(
+                f"$OPENAI_BASE_URL {env_url[:80]!r}: expected an http(s) URL such as http://127.0.0.1:8000/v1"
+            )
         return cls(
-            base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
+            base_url=base_url or env_url,
             model=model or os.environ.get("ZOMBOSS_LLM_MODEL") or None,
             api_key=api_key or os.environ.get("OPENAI_API_KEY") or None,
             timeout=float(timeout) if timeout is not None else DEFAULT_TIMEOUT,
@@ -665,3 +671,15 @@ _CONFIG_FIELDS = {
     "max_tokens",
     "temperature",
 }
+
+
+def http_url(text: str) -> bool:
+    """Whether `text` is an http(s) URL with a host (and a valid port, if any)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
