@@ -38,3 +38,10 @@ def test_overrides_outside_their_domain_are_refused(target, workload, params, me
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"zomboss: {message}") and f"{target}.md:" in err and err.count("\n") == 1
+
+
+def test_a_huge_param_value_is_refused_unread_in_one_short_line(capsys):
+    """Issue #29, item 17 for `--param`: a 5,000-digit value was echoed whole."""
+    assert main(["default", "vta", "dense_128", "--param", "dma_setup=" + "9" * 5000]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("zomboss: --param 'dma_setup=9999") and "(5,010 characters)" in err and len(err) < 300

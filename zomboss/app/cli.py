@@ -44,15 +44,22 @@ if TYPE_CHECKING:  # annotations only: the commands import their heavy modules w
 
 
 def _param_overrides(items: Sequence[str]) -> dict[str, int]:
+    from zomboss.workload import shorten
+
     out: dict[str, int] = {}
     for item in items:
         name, eq, val = item.partition("=")
         if not eq or not name.strip():
-            raise ZombossError(f"--param {item!r}: expected NAME=VALUE (e.g. --param dim=8)")
+            raise ZombossError(f"--param {shorten(item)!r}: expected NAME=VALUE (e.g. --param dim=8)")
         try:
+            if len(val.strip()) > 64:  # past the 128-bit limit of a parameter (39 digits), unread
+                raise ValueError
             out[name.strip().lower()] = int(val.strip(), 0)
         except ValueError:
-            raise ZombossError(f"--param {item!r}: value must be an integer") from None
+            raise ZombossError(
+                f"--param {shorten(item)!r}: value must be an integer of at most 64 characters "
+                "(parameters are below 2^128, within their domains)"
+            ) from None
     return out
 
 
