@@ -244,8 +244,10 @@ class Space:
         return KnobMapping(self.op, tuple((k.name, out[k.name]) for k in self.knobs))
 
     def complete(self, values: Mapping[str, object], shape: Shape, where: str = "mapping") -> dict[str, Value]:
-        """Knob values with every inactive knob at its canonical value, without domain checks
-        (`kb check` reports out-of-domain values as violations of the knob's range rule).
+        """Knob values with every inactive knob at its canonical value. An active knob's value is
+        not checked against its domain here (`kb check` reports it as a violation of the knob's
+        range rule); an inactive knob's given value is, by `Knob.coerce` as in `mapping`, since
+        it is replaced and would otherwise pass unseen (`loop=hw` with `"dataflow": "xs"`).
         Unknown knobs and missing active knobs are errors."""
         self._check_shape(shape, where)
         unknown = sorted(set(values) - {k.name for k in self.knobs})
@@ -256,6 +258,8 @@ class Space:
         env: dict[str, object] = {**self.params, **{k: int(v) for k, v in shape.items()}}
         for k in self._settle_order:
             if k.when is not None and not self._holds(k.when, env):
+                if k.name in values:
+                    k.coerce(values[k.name], where)  # the one domain check, as for an active knob in `mapping`
                 out[k.name] = k.default
             elif k.name in values:
                 v = values[k.name]

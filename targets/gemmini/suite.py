@@ -9,19 +9,20 @@ Exo/Autocomp conv kernels and the instances (`instance.py`), add an int32 bias u
 from __future__ import annotations
 
 from zomboss.errors import WorkloadError
-from zomboss.workload import OpSchema, Workload, parse_spec
+from zomboss.workload import FLAG, OpSchema, Workload, parse_spec
 
 SCHEMAS: dict[str, OpSchema] = {
-    "matmul": OpSchema("matmul", required=("M", "N", "K"), optional={"bias": 0, "relu": 0}),
+    "matmul": OpSchema(
+        "matmul", required=("M", "N", "K"), optional={"bias": 0, "relu": 0}, limits={"bias": FLAG, "relu": FLAG}
+    ),
     "conv": OpSchema(
         "conv",
         required=("N", "H", "W", "C", "K", "R", "S"),
         optional={"stride": 1, "pad": 0, "bias": 1, "relu": 0},
         positive=("stride",),
+        limits={"bias": FLAG, "relu": FLAG},
     ),
 }
-
-_FLAGS = ("bias", "relu")
 
 
 def _mm(name: str, i: int, j: int, k: int) -> Workload:
@@ -74,9 +75,6 @@ def workload(spec: str) -> Workload:
     if ":" not in spec:
         raise WorkloadError(f"unknown Gemmini workload {spec!r} (suite ids: {', '.join(_BY_ID)}; or OP:KEY=VALUE,...)")
     wl = parse_spec(spec, SCHEMAS)
-    for flag in _FLAGS:
-        if wl[flag] not in (0, 1):
-            raise WorkloadError(f"{spec!r}: {flag}={wl[flag]} must be 0 or 1")
     if wl.op == "conv":
         if wl["pad"] >= wl["R"] or wl["pad"] >= wl["S"]:
             raise WorkloadError(f"{spec!r}: pad={wl['pad']} must be smaller than the kernel (R={wl['R']}, S={wl['S']})")

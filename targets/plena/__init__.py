@@ -208,6 +208,8 @@ class PlenaTarget(TargetBase[PlenaConfig, PlenaInstance, Kernel]):
             check_workload_bytes(wl.id or wl.op, data_bytes(wl))  # it is verified: before allocating
         except WorkloadError as e:
             raise WorkloadError(f"{side}: {e}") from None
+        shapes = {name: tuple(x.shape) for name, x in inst.inputs.items()}
+        X.check_layout(side, layout, wl, shapes, tuple(inst.reference.shape), cfg.vlen)
         others = [self.instance(wl, params, seed + i) for i in range(1, self.extra_seeds + 1)]
         ver = verify(Kernel(program, layout), [inst, *others], max_instructions=budget)
         bound = lower_bound(wl, cfg.params)

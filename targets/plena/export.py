@@ -21,7 +21,9 @@ from zomboss.errors import ZombossError
 from zomboss.knowledge import KB
 from zomboss.program import Program
 from zomboss.target import sidecar_path, sidecar_seed
+from zomboss.target.base import SidecarError
 from zomboss.util import atomic_write, read_json
+from zomboss.util.inputs import MAX_WORKLOAD_BYTES
 from zomboss.workload import Workload
 
 from .asm import register_positions
@@ -111,3 +113,47 @@ def read_sidecar(path: Path) -> tuple[Workload, KernelLayout, dict[str, Any]]:
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise ZombossError(f"{path}: malformed layout entry ({type(e).__name__}: {e})") from None
     return wl, layout, data
+
+
+def check_layout(
+    path: Path,
+    layout: KernelLayout,
+    wl: Workload,
+    inputs: Mapping[str, tuple[int, ...]],
+    out: tuple[int, ...],
+    vlen: int,
+) -> None:
+    """A sidecar's memory map must place the workload's own tensors: inputs of the workload,
+    each once and in its shape (a kernel may compute an input rather than load it: RoPE's X_rot), each inside the HBM a verified workload may span (MAX_WORKLOAD_BYTES: a base of
+    10^15 would be an allocation, not an address), the result in the reference's shape (in
+    VRAM rows of VLEN with its padding rows, or in HBM). Each failure is one SidecarError
+    naming the sidecar and the entry, instead of an error deep in the simulation."""
+    where = f"{path}: layout"
+    names = [t.name for t in layout.inputs]
+    if not set(names) <= set(inputs) or len(set(names)) != len(names):
+        raise SidecarError(f"{where}: HBM inputs {names} are not distinct inputs of {wl.id}, {sorted(inputs)}")
+    tensors = [(f"HBM input {t.name}", t, inputs[t.name]) for t in layout.inputs]
+    if layout.hbm_output is not None:
+        tensors.append((f"HBM output {layout.hbm_output.name}", layout.hbm_output, out))
+    for what, t, shape in tensors:
+        if (t.rows, t.cols) != tuple(shape):
+            raise SidecarError(f"{where}: {what} is {t.rows}x{t.cols}, but in {wl.id} it is {_dims(shape)}")
+        if not 0 <= t.base <= MAX_WORKLOAD_BYTES - t.nbytes:
+            raise SidecarError(
+                f"{where}: {what} at HBM byte {t.base} ({t.nbytes:,} bytes) lies outside the "
+                f"{MAX_WORKLOAD_BYTES >> 20} MiB an HBM image may span (docs/archdoc.md, Limits)"
+            )
+    o = layout.output
+    if o.vlen != vlen:
+        raise SidecarError(f"{where}: VRAM output rows of {o.vlen} elements, but VLEN is {vlen}")
+    if not 1 <= o.rows <= o.phys_rows or o.cols < 1:
+        raise SidecarError(
+            f"{where}: VRAM output of {o.rows}x{o.cols} in {o.phys_rows} physical rows "
+            "(expected 1 <= rows <= phys_rows and cols >= 1)"
+        )
+    if layout.hbm_output is None and (o.rows, o.cols) != tuple(out):
+        raise SidecarError(f"{where}: VRAM output is {o.rows}x{o.cols}, but the result of {wl.id} is {_dims(out)}")
+
+
+def _dims(shape: tuple[int, ...]) -> str:
+    return "x".join(map(str, shape))

@@ -16,6 +16,9 @@ import numpy as np
 from zomboss.targets.plena.numerics import MX_BLOCK, mx_dequantize, mx_quantize
 
 from zomboss.errors import ZombossError
+from zomboss.util.inputs import MAX_WORKLOAD_BYTES
+
+MAX_HBM_BYTES = MAX_WORKLOAD_BYTES  # the HBM image a functional simulation may grow
 
 
 class HbmError(ZombossError):
@@ -38,6 +41,11 @@ class Hbm:
         self.size = int(self._buf.size)  # bytes written or supplied so far
 
     def _ensure(self, end: int) -> None:
+        if end > MAX_HBM_BYTES:  # a store to 10^15 would be an allocation of a petabyte
+            raise HbmError(
+                f"HBM address {end - 1:,} is past the {MAX_HBM_BYTES >> 20} MiB an HBM image may span "
+                "(docs/archdoc.md, Limits)"
+            )
         if end > self._buf.size:
             grown = np.zeros(max(end, 2 * self._buf.size, 4096), dtype=np.uint8)
             grown[: self._buf.size] = self._buf

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from zomboss.errors import WorkloadError
 from zomboss.util import check_workload_bytes
-from zomboss.workload import OpSchema, Workload, parse_spec
+from zomboss.workload import FLAG, OpSchema, Workload, parse_spec
 
 # Baseline geometry the suite is defined for (reference §5.2 "Fixed HW").
 MLEN = 64
@@ -25,7 +25,7 @@ SCHEMAS: dict[str, OpSchema] = {
     "rmsnorm": OpSchema("rmsnorm", ("rows", "hidden")),
     "softmax": OpSchema("softmax", ("rows", "cols")),
     "ffn": OpSchema("ffn", ("rows", "hidden", "inter")),
-    "attention": OpSchema("attention", ("sq", "skv"), optional={"d": 64, "causal": 0}),
+    "attention": OpSchema("attention", ("sq", "skv"), optional={"d": 64, "causal": 0}, limits={"causal": FLAG}),
     "rope": OpSchema("rope", ("rows", "head_dim")),
 }
 

@@ -10,12 +10,20 @@ from zomboss.errors import WorkloadError
 from zomboss.knowledge import KB
 from zomboss.target import DocInstance
 from zomboss.util import check_workload_bytes
-from zomboss.workload import OpSchema, Workload
+from zomboss.workload import FLAG, OpSchema, Workload
 
 EPILOGUE = {"shift": 8, "relu": 1, "clip": 1}
+# the requantisation shifts an int32 right (0..31 bits); relu and clip are switches
+EPILOGUE_LIMITS = {"shift": (0, 31), "relu": FLAG, "clip": FLAG}
 SCHEMAS = {
-    "conv2d": OpSchema("conv2d", ("H", "W", "C", "K", "R", "S"), {"N": 1, "stride": 1, "pad": 0, **EPILOGUE}),
-    "dense": OpSchema("dense", ("M", "N", "K"), dict(EPILOGUE)),
+    "conv2d": OpSchema(
+        "conv2d",
+        ("H", "W", "C", "K", "R", "S"),
+        {"N": 1, "stride": 1, "pad": 0, **EPILOGUE},
+        positive=("stride",),
+        limits=EPILOGUE_LIMITS,
+    ),
+    "dense": OpSchema("dense", ("M", "N", "K"), dict(EPILOGUE), limits=EPILOGUE_LIMITS),
 }
 # (id, H, W, C, K, k, pad, stride) of test_benchmark_topi_conv2d.py (§7.2)
 _RESNET = (

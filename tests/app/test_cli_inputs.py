@@ -91,8 +91,6 @@ def test_sidecars_naming_huge_workloads_are_refused_by_size(tmp_path, capsys):
     [
         ("sp_capacity_kib=1", "cfg.library_tiling"),
         ("acc_capacity_kib=1", "cfg.tiles"),
-        ("rs_ld=0", "cfg.queues"),
-        ("rs_st=-1", "cfg.queues"),
         ("scale_one=0", "cfg.scale_one"),
     ],
 )
@@ -142,12 +140,9 @@ def test_export_to_a_folder_or_an_unwritable_place_is_one_line(tmp_path, capsys,
 @pytest.mark.parametrize(
     ("param", "message"),
     [
-        (
-            "mram_tiles=1267650600228229401496703205376",
-            r"plena\.md:\d+: memory mram: \d+ rows x 64 elements is more than",
-        ),
-        ("mram_tiles=0", r"plena\.md:\d+: memory mram: rows, width, banks and ports must be at least 1"),
-        ("vram_rows=100000000", r"plena\.md:\d+: memory vram: .* more than the 67,108,864 elements"),
+        # within the parameters' domains (param NAME in LO..HI), beyond the memories' bound
+        ("mram_tiles=65536", r"plena\.md:\d+: memory mram: \d+ rows x 64 elements is more than"),
+        ("vram_rows=67108864", r"plena\.md:\d+: memory vram: .* more than the 67,108,864 elements"),
     ],
 )
 def test_on_chip_memories_are_bounded_at_their_declaration(param, message, capsys):
@@ -155,6 +150,14 @@ def test_on_chip_memories_are_bounded_at_their_declaration(param, message, capsy
     assert main(["default", "plena", "rms_4x384", "--param", param]) == 2
     err = capsys.readouterr().err
     assert re.search(message, err) and f"(with --param {param})" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("param", ["mram_tiles=1267650600228229401496703205376", "mram_tiles=0", "vram_rows=100000000"])
+def test_memory_sizes_outside_their_parameter_domains_are_named(param, capsys):
+    assert main(["default", "plena", "rms_4x384", "--param", param]) == 2
+    err = capsys.readouterr().err
+    name = param.split("=")[0]
+    assert err.startswith(f"zomboss: --param {param}: outside the domain of {name}, 1..") and err.count("\n") == 1
 
 
 # ---- numeric flags and id lists are checked by the parser ----------------------------------------
@@ -167,8 +170,23 @@ def test_on_chip_memories_are_bounded_at_their_declaration(param, message, capsy
         (["solve", "plena", "rope_4x64", "--budget", "x"], "argument --budget: expected an integer, got 'x'"),
         (["solve", "plena", "rope_4x64", "--exhaustive", "--time-limit", "0"], "--time-limit: expected a positive"),
         (["solve", "plena", "rope_4x64", "--exhaustive", "--time-limit", "inf"], "--time-limit: expected a positive"),
-        (["bench", "--suite", "plena", "--workers", "100000"], "argument --workers: expected 1..64, got 100000"),
-        (["bench", "--suite", "plena", "--workers", "0"], "argument --workers: expected 1..64, got 0"),
+        (["bench", "--suite", "plena", "--workers", "0"], "argument --workers: expected at least 1, got 0"),
+        # issue #29, item 19: every numeric flag of every command, the endpoint URL
+        (["solve", "plena", "rope_4x64", "--guide", "surrogate", "--seed", "-7"], "--seed: expected 0..4294967295"),
+        (["bench", "--seed", "2**40"], "argument --seed: expected an integer, got '2**40'"),
+        (["default", "gemmini", "mm256", "--seed", "-1"], "argument --seed: expected 0..4294967295, got -1"),
+        (["direct", "plena", "rope_4x64", "--seed", "-1"], "argument --seed: expected 0..4294967295, got -1"),
+        (["solve", "plena", "rope_4x64", "--llm-timeout", "-5"], "--llm-timeout: expected a positive number"),
+        (["solve", "plena", "rope_4x64", "--llm-timeout", "nan"], "--llm-timeout: expected a positive number"),
+        (["direct", "plena", "rope_4x64", "--llm-timeout", "inf"], "--llm-timeout: expected a positive number"),
+        (["solve", "plena", "rope_4x64", "--llm-base-url", "::::not a url"], "--llm-base-url: expected an http(s) URL"),
+        (["solve", "plena", "rope_4x64", "--llm-base-url", "http://h:99999/v1"], "--llm-base-url: expected an http"),
+        (["solve", "plena", "rope_4x64", "--llm-max-rounds", "0"], "--llm-max-rounds: expected at least 1, got 0"),
+        (["solve", "plena", "rope_4x64", "--samples", "0"], "argument --samples: expected at least 1, got 0"),
+        (["direct", "plena", "rope_4x64", "--iterations", "0"], "--iterations: expected at least 1, got 0"),
+        (["direct", "plena", "rope_4x64", "--iterations", "-3"], "--iterations: expected at least 1, got -3"),
+        (["simulate", "plena", "p.asm", "--max-instructions", "0"], "--max-instructions: expected at least 1"),
+        (["kb", "check", "plena", "m.json", "--asp-limit", "-1"], "--asp-limit: expected at least 0, got -1"),
         (["bench", "--suite", "plena", "--budget", "0"], "argument --budget: expected at least 1, got 0"),
         (["bench", "--suite", "plena", "--only", ","], "--only: expected one or more comma-separated ids"),
         (["default", "gemmini", "mm256", "--samples", "0"], "argument --samples: expected at least 1, got 0"),
@@ -190,3 +208,13 @@ def test_only_takes_a_comma_list_as_well_as_the_repeated_flag(tmp_path, capsys):
     assert main([*base, "--only", "rms_4x384", "--only", "rope_4x64", "--report", str(tmp_path / "r2")]) == 0
     repeated = sorted(r["workload"] for r in json.loads(capsys.readouterr().out)["results"])
     assert comma == repeated == ["rms_4x384", "rope_4x64"]
+
+
+def test_a_replay_file_that_is_not_utf8_is_named(tmp_path, capsys):
+    """Issue #29, item 19: an --llm-replay file that is not UTF-8 was an internal error."""
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b"\xff\xfe\x00bad")
+    argv = ["solve", "plena", "rope_4x64", "--guide", "llm", "--llm-replay", str(bad), "--budget", "1"]
+    assert main([*argv, "--db", str(tmp_path / "r.db")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"zomboss: {bad}: not UTF-8 text (invalid start byte at byte 0); expected a recording\n"

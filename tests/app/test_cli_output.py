@@ -214,3 +214,16 @@ def test_bench_progress_goes_to_stderr(tmp_path, monkeypatch, capsys):
     cap = capsys.readouterr()
     assert "━" not in cap.out and "bench default" not in cap.out
     assert "━" in cap.err or os.environ.get("TERM") == "dumb"
+
+
+def test_an_incomplete_exhaustive_run_says_so_in_its_text(tmp_path, capsys):
+    """Issue #29, item 14: a time-limited exhaustive run printed `legal_mappings: 0` (the
+    mappings sized before the stop) and never said it was incomplete."""
+    argv = ["solve", "vta", "dense_128", "--exhaustive", "--time-limit", "0.01", "--db", str(tmp_path / "r.db")]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "complete: no: stopped before every legal mapping was simulated or pruned" in out
+    assert "legal_mappings: incomplete: " in out and "legal_mappings: 0" not in out
+    assert main([*argv, "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["complete"] is False and isinstance(d["legal_mappings"], int)  # the JSON keeps its fields

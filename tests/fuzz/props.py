@@ -312,7 +312,87 @@ def check_target_overrides(name: str, ov: dict[str, int], program: str) -> None:
     check(out)
 
 
-SMALL = {"gemmini": "matmul:M=32,N=32,K=32", "plena": "rms_4x384"}
+SMALL = {"gemmini": "matmul:M=32,N=32,K=32", "plena": "rms_4x384", "vta": "dense:M=16,N=16,K=16"}
+
+
+# ---- issue #29: CLI argument values, VTA sidecars ---------------------------------------------
+
+_COUNTS = {"--budget": 1, "--samples": 1, "--iterations": 1, "--max-instructions": 1, "--llm-max-rounds": 1}
+
+
+def _accepted(flag: str, v: object) -> bool:
+    """Whether a parsed value is inside the range docs/cli.md gives the flag."""
+    if flag in _COUNTS or flag == "--workers":
+        return isinstance(v, int) and v >= 1
+    if flag == "--asp-limit":
+        return isinstance(v, int) and v >= 0
+    if flag == "--seed":
+        return isinstance(v, int) and 0 <= v < 1 << 32
+    if flag == "--gap":
+        return isinstance(v, float) and 0.0 <= v <= 1.0
+    if flag == "--llm-base-url":
+        return isinstance(v, str) and v.startswith(("http://", "https://"))
+    return isinstance(v, float) and 0.0 < v < float("inf")  # seconds
+
+
+def check_cli_argument(case: tuple[tuple[str, ...], str], value: str) -> None:
+    """A flag's value is parsed into its documented range or refused by argparse with a
+    one-line error naming the flag (exit 2): never an exception, never a value outside it."""
+    prefix, flag = case
+
+    def go() -> tuple[str, object, str]:
+        import contextlib
+        import io
+
+        from zomboss.app.cli import build_parser
+
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            try:
+                ns = build_parser().parse_args([*prefix, f"{flag}={value}"])
+            except SystemExit as e:
+                return "exit", e.code, err.getvalue()
+        return "ok", getattr(ns, flag[2:].replace("-", "_")), err.getvalue()
+
+    out = run(go, seconds=30)
+    _note("CLI arguments", out.kind)
+    check(out)
+    if out.kind == "ok":
+        kind, v, err = out.value
+        if kind == "exit":
+            assert v == 2 and f"error: argument {flag}" in err, f"{flag}={value!r}: {err[-300:]}"
+        else:
+            assert _accepted(flag, v), f"{flag}={value!r} was accepted as {v!r}"
+
+
+@functools.cache
+def _vta_export() -> Path:
+    from zomboss.target import get_target
+
+    t = get_target("vta")
+    d = _TMP / "vta-export"
+    d.mkdir(exist_ok=True)
+    return t.export(t.workload(SMALL["vta"]), d / "k.asm", {})
+
+
+def check_vta_sidecar(edits: dict[str, object]) -> None:
+    """A VTA export whose sidecar was edited: verified, or refused with one line naming the
+    sidecar; never a NumPy error, a hang or an allocation without limit."""
+    base = _vta_export()
+    side = _fresh("k.asm.json", json.dumps({**json.loads(base.with_name("k.asm.json").read_text()), **edits}))
+    prog = side.with_name("k.asm")
+    prog.write_text(base.read_text())
+
+    def go() -> bool | None:
+        from zomboss.target import get_target
+
+        return get_target("vta").simulate_file(prog, {}, 200_000).verified
+
+    out = run(go, seconds=60)
+    _note("VTA sidecars", out.kind)
+    check(out, located=str(side) if out.kind == "error" and "workload" not in edits else None)
+    if out.kind == "ok" and not {"dram", "workload"} & set(edits):  # the same workload and bytes, any seed
+        assert out.value is True, f"the unedited program failed verification with {edits}"
 
 
 # ---- 7. the cache folder: planted and modified entries --------------------------------------
@@ -620,6 +700,8 @@ _TARGET_PARAMS = {
         "rs_st",
     ],
     "plena": ["mlen", "vlen", "blen", "hlen", "mram_tiles", "fpsram_size", "hbm_m_prefetch", "hbm_v_prefetch"],
+    # issue #29: the timing constants and queue depths the doc's domains bound
+    "vta": ["bus_bytes", "dma_setup", "dma_row", "gemm_fill", "alu_fill", "alu_ii", "cmd_depth", "dep_depth"],
 }
 _PARAMS = {
     "toy": ["dim", "sp_kib", "max_blocks"],
@@ -659,6 +741,12 @@ PROPERTIES: dict[str, tuple[tuple[st.SearchStrategy[Any], ...], Callable[..., No
         (st.just("plena"), S.overrides(_TARGET_PARAMS["plena"]), _programs("plena")),
         check_target_overrides,
     ),
+    "target overrides (vta)": (
+        (st.just("vta"), S.overrides(_TARGET_PARAMS["vta"]), _programs("vta")),
+        check_target_overrides,
+    ),
+    "CLI arguments": ((st.sampled_from(S.CLI_FLAGS), S.cli_values()), check_cli_argument),
+    "VTA sidecars": ((S.vta_sidecar_edits(),), check_vta_sidecar),
     "cache entries": (
         (st.sampled_from(["pickle", "bytes", "flip", "script"]), st.binary(max_size=64), st.integers(0, 10**6)),
         check_cache,

@@ -410,3 +410,90 @@ def key_echoes(draw: st.DrawFn) -> tuple[str, str]:
     if how == "json-escaped":
         text = text.replace(key, "".join(f"\\u{ord(c):04x}" for c in key))
     return key, text
+
+
+# ---- issue #29: CLI argument values and VTA sidecars -------------------------------------------
+
+# (command line before the flag, flag): every numeric or URL flag of every command
+CLI_FLAGS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("solve", "plena", "rope_4x64"), "--budget"),
+    (("solve", "plena", "rope_4x64"), "--seed"),
+    (("solve", "plena", "rope_4x64"), "--samples"),
+    (("solve", "plena", "rope_4x64"), "--time-limit"),
+    (("solve", "plena", "rope_4x64"), "--gap"),
+    (("solve", "plena", "rope_4x64"), "--llm-timeout"),
+    (("solve", "plena", "rope_4x64"), "--llm-max-rounds"),
+    (("solve", "plena", "rope_4x64"), "--llm-base-url"),
+    (("direct", "plena", "rope_4x64"), "--iterations"),
+    (("direct", "plena", "rope_4x64"), "--seed"),
+    (("default", "plena", "rope_4x64"), "--samples"),
+    (("default", "plena", "rope_4x64"), "--seed"),
+    (("space", "plena", "rope_4x64"), "--count-seconds"),
+    (("simulate", "plena", "p.asm"), "--max-instructions"),
+    (("kb", "check", "plena", "m.json"), "--asp-limit"),
+    (("kb", "check", "plena", "m.json"), "--max-instructions"),
+    (("bench",), "--workers"),
+    (("bench",), "--budget"),
+    (("bench",), "--seed"),
+    (("bench",), "--time-limit"),
+)
+
+
+def cli_values() -> st.SearchStrategy[str]:
+    """Hostile text for a flag's value: numbers at and past every edge, floats that are not
+    numbers, huge and negative integers, URLs and non-URLs, and arbitrary text."""
+    return st.one_of(
+        st.sampled_from(
+            [
+                "0",
+                "-0",
+                "-1",
+                "-7",
+                "1",
+                "0.0",
+                "nan",
+                "-nan",
+                "inf",
+                "-inf",
+                "1e309",
+                "0x10",
+                "1_000",
+                " 3 ",
+                "4294967295",
+                "4294967296",
+                "9" * 5000,
+                "",
+                "::::not a url",
+                "http://",
+                "http://h:99999/v1",
+                "ftp://h/v1",
+                "http://127.0.0.1:8000/v1",
+                "https://[::1]:8000/v1",
+                "http://[::1/v1",
+            ]
+        ),  # fmt: skip
+        st.integers(-(1 << 70), 1 << 70).map(str),
+        st.floats(allow_nan=True, allow_infinity=True).map(repr),
+        st.text(max_size=12),
+    )
+
+
+@st.composite
+def vta_sidecar_edits(draw: st.DrawFn) -> dict[str, object]:
+    """Edits to a VTA export's sidecar: hostile seeds, DRAM entries (offsets off either end,
+    long or odd hex, wrong shapes) and workload specs."""
+    ints = st.one_of(st.sampled_from(EDGE_INTS), st.integers(-(1 << 20), 1 << 20))
+    entry = st.one_of(
+        st.tuples(ints, st.integers(0, 300_000).map(lambda n: "00" * n)).map(list),
+        st.tuples(ints, st.text(max_size=8)).map(list),
+        st.lists(st.one_of(ints, st.text(max_size=4), st.none()), max_size=3),
+    )
+    edits: dict[str, object] = {}
+    if draw(st.booleans()):
+        edits["seed"] = draw(st.one_of(ints, st.text(max_size=4), st.none(), st.floats(), st.booleans()))
+    if draw(st.booleans()):
+        edits["dram"] = draw(st.one_of(st.lists(entry, max_size=3), ints, st.text(max_size=4), st.none()))
+    if draw(st.booleans()):
+        key = draw(st.sampled_from(["M", "N", "K", "shift", "relu", "clip", "stride", "bogus"]))
+        edits["workload"] = f"dense:M=16,N=16,K=16,{key}={draw(st.one_of(ints.map(str), st.text(max_size=6)))}"
+    return edits

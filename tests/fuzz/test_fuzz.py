@@ -36,6 +36,9 @@ BUDGET = {
     "special files (outputs)": 4,
     "recordings": 8,
     "recordings (key echoes)": 30,
+    "target overrides (vta)": 2,
+    "CLI arguments": 25,
+    "VTA sidecars": 4,
 }
 
 

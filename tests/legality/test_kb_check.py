@@ -3,6 +3,7 @@ the Python predicates and clingo cross-checked (a disagreement is an internal er
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from zomboss.errors import WorkloadError, ZombossError
 from zomboss.knowledge import KB, load_kb
 from zomboss.legality import kb_check
 from zomboss.legality.kb_check import check_mapping_values, check_program_text, mapping_values
+from zomboss.target import sidecar_path
 
 
 @pytest.fixture(scope="module")
@@ -74,10 +76,18 @@ def test_ill_typed_mapping_files_are_refused(kb: KB, data: dict[str, Any], messa
         mapping_values(kb, data, "m.json", None)
 
 
-@pytest.mark.parametrize(("knob", "value", "domain"), [("buffers_a", 99, "1..2"), ("inner_order", "bogus", "{ijk")])
-def test_an_inactive_knob_outside_its_domain_is_refused(knob: str, value: object, domain: str) -> None:
+@pytest.mark.parametrize(
+    ("knob", "value", "message"),
+    [
+        ("buffers_a", 99, "is outside 1..2"),
+        ("inner_order", "bogus", "is not one of {ijk"),
+        ("dataflow", "xs", "is not"),
+    ],
+)
+def test_an_inactive_knob_outside_its_domain_is_refused(knob: str, value: object, message: str) -> None:
     """A hardware-loop mapping makes the unrolled stream's knobs inactive: their values are
-    replaced, so an out-of-domain one would pass unseen; it is refused, naming the domain."""
+    replaced, so an out-of-domain one would pass unseen; it is refused, naming the domain, by
+    the check `export --mapping` makes (Knob.coerce, issue #29 item 13)."""
     from zomboss.target import get_target
 
     t = get_target("gemmini")
@@ -87,5 +97,34 @@ def test_an_inactive_knob_outside_its_domain_is_refused(knob: str, value: object
     op, _ = mapping_values(t.kb({}), good, "m.json", t.workload)
     assert op == "matmul"
     bad = {"workload": "mm256", "mapping": {**knobs, "knobs": {**knobs["knobs"], knob: value}}}
-    with pytest.raises(WorkloadError, match=f"knob '{knob}' .* outside its domain \\({domain}.*inactive here"):
+    with pytest.raises(WorkloadError) as e:
         mapping_values(t.kb({}), bad, "m.json", t.workload)
+    assert str(e.value).startswith(f"m.json: knob '{knob}' = {value!r} {message}")
+    from zomboss.mapping import MappingError, space
+
+    with pytest.raises(MappingError) as same:  # the path `export --mapping` reads a mapping by
+        space(t.kb({}), "matmul").mapping(bad["mapping"]["knobs"], wl.shape, "m.json")
+    assert str(same.value) == str(e.value)
+
+
+@pytest.mark.parametrize("program", ["S_ADDI_INT gp32, gp0, 1\n", "C_LOOP_START gp4, 2\nC_LOOP_END gp99\n"])
+def test_a_register_index_past_a_state_array_names_the_operand_rule(tmp_path: Any, capsys: Any, program: str) -> None:
+    """Issue #29, item 16: PLENA's gp32 indexes loop[32] (32 records): `kb check` ended in an
+    internal inconsistency between the checkers, `simulate` named loop[32] without a doc line.
+    Both now name the operand's own rule with its doc line, then the missing record."""
+    from zomboss.app import main
+    from zomboss.target import get_target
+
+    t = get_target("plena")
+    out = t.export(t.workload("rms_4x384"), tmp_path / "k.asm", {})
+    prog = tmp_path / "p.asm"
+    prog.write_text(program)
+    sidecar_path(prog).write_text(sidecar_path(out).read_text())
+    assert main(["kb", "check", "plena", str(prog)]) == 1
+    text = capsys.readouterr()
+    assert "internal inconsistency" not in text.err
+    assert re.search(r"\.rd\.reg \(\S*plena\.md:\d+\): rd of \w+ must name a register of gp \(0\.\.15\)", text.out)
+    assert re.search(r"isa\.state_index \(\S*plena\.md:\d+\): \w+ names loop\[\d+\], which does not exist", text.out)
+    assert main(["simulate", "plena", str(prog)]) == 1
+    err = capsys.readouterr().err
+    assert re.search(r"^zomboss: \S*p\.asm:\d+: \w+: \w+\.rd\.reg \(\S*plena\.md:\d+\)", err)

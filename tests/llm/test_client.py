@@ -234,3 +234,27 @@ def test_an_endpoint_echoing_the_key_encoded_gets_it_into_no_recording_and_no_pr
     assert all(KEY not in s and KEY not in urllib.parse.unquote(s) for s in sent)
     b64 = base64.b64encode(f"Bearer {KEY}".encode()).decode()
     assert all(b64[8:-4] not in s for s in recorded + sent)
+
+
+def test_tokens_of_an_answer_refused_for_its_size_are_counted(tmp_path):
+    """Issue #29, item 14: an answer over max_answer_bytes was dropped with its usage (direct
+    recorded 25,821 tokens where the endpoint delivered 29,691); it is read to its end and its
+    usage counted, in the run and in a replay of its recording."""
+    big = b'{"choices": [{"message": {"content": "' + b"x" * 5000 + b'"}}], '
+    big += b'"usage": {"prompt_tokens": 40, "completion_tokens": 1500}}'
+    rec = tmp_path / "r.jsonl"
+    with Loopback([raw(big), reply("ok", u=usage(3, 2))]) as srv:
+        c = client(srv, max_answer_bytes=4000, record=rec)
+        assert c.chat(MSG).content == "ok"
+    assert c.usage == Usage(43, 1502, 0, 0)
+    assert "oversized answer" in c.calls[0].reason
+    replayed = LlmClient(LlmConfig(model="m"), replay=rec)
+    assert replayed.chat(MSG).content == "ok" and replayed.usage == c.usage
+
+
+def test_a_malformed_base_url_in_the_environment_is_named(monkeypatch):
+    """Issue #29, item 19: --llm-base-url is checked by the parser, $OPENAI_BASE_URL here."""
+    monkeypatch.setenv("OPENAI_BASE_URL", "::::not a url")
+    with pytest.raises(LlmConfigError, match=r"\$OPENAI_BASE_URL '::::not a url': expected an http\(s\) URL"):
+        LlmConfig.from_options()
+    assert LlmConfig.from_options(base_url="http://127.0.0.1:9/v1").base_url == "http://127.0.0.1:9/v1"

@@ -64,3 +64,30 @@ def test_export_writes_a_sidecar_that_simulate_file_verifies(vta: DocTarget, tmp
     out.with_name("k.asm.json").write_text(json.dumps({**side, "workload": 7}))
     with pytest.raises(SidecarError, match="a sidecar is a JSON object"):
         vta.simulate_file(out, {})
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ({"seed": "x"}, "'seed' must be an integer in 0..2^63-1, not 'x'"),
+        ({"seed": -1}, "'seed' must be an integer in 0..2^63-1, not -1"),
+        ({"seed": None}, "'seed' must be an integer in 0..2^63-1, not None"),
+        ({"dram": 5}, "'dram' must be a list of [offset, hex bytes] pairs, not int"),
+        ({"dram": [[0]]}, "'dram' entry 0 must be a pair [offset, hex bytes]"),
+        ({"dram": [[0, "zz"]]}, "'dram' entry 0: not hex bytes"),
+        ({"dram": [["0", "00"]]}, "'dram' entry 0: the offset must be an integer, not str"),
+        ({"dram": [[-5, "0000"]]}, "'dram' entry 0: 2 bytes at offset -5 lie outside the workload's"),
+        ({"dram": [[0, "00" * 200_000]]}, "'dram' entry 0: 200,000 bytes at offset 0 lie outside the workload's"),
+        ({"dram": [[2**70, "00"]]}, "'dram' entry 0: 1 bytes at offset 1180591620717411303424 lie outside"),
+        ({"workload": "dense:M=16,N=16,K=16,stride=0"}, "'workload': 'dense:M=16,N=16,K=16,stride=0': unknown key"),
+    ],
+)
+def test_a_hostile_sidecar_is_named(vta: DocTarget, tmp_path: Path, edit: dict[str, object], message: str) -> None:
+    """Issue #29, item 15: a negative DRAM offset or bytes past the image's end were NumPy
+    broadcasting errors; each is now a message naming the sidecar and the entry."""
+    out = vta.export(vta.workload(SPEC), tmp_path / "k.asm", {})
+    side = out.with_name("k.asm.json")
+    side.write_text(json.dumps({**json.loads(side.read_text()), **edit}))
+    with pytest.raises(SidecarError) as e:
+        vta.simulate_file(out, {})
+    assert str(e.value).startswith(f"{side}: {message}")

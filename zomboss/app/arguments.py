@@ -5,12 +5,15 @@ that states every default; `--version`."""
 from __future__ import annotations
 
 import argparse
+import math
+import os
+import sys
 import textwrap
 from collections.abc import Callable
 
 from zomboss.util.version import version_line
 
-MAX_WORKERS = 64  # a process pool beyond this forks more than any machine here runs at once
+MAX_SEED = 2**32 - 1  # NumPy's legacy generators take seeds below 2**32
 
 
 def count(lo: int, hi: int | None = None) -> Callable[[str], int]:
@@ -30,15 +33,50 @@ def count(lo: int, hi: int | None = None) -> Callable[[str], int]:
     return parse
 
 
+def seed(text: str) -> int:
+    """An argparse type: a seed, an integer in [0, MAX_SEED] (NumPy refuses negative seeds)."""
+    return count(0, MAX_SEED)(text)
+
+
 def seconds(text: str) -> float:
-    """An argparse type: a positive number of seconds."""
+    """An argparse type: a positive, finite number of seconds (not nan, not inf)."""
     try:
         v = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not v > 0 or v == float("inf"):
+    if not (v > 0 and math.isfinite(v)):
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text}")
     return v
+
+
+def cpu_count() -> int:
+    """The CPUs this process may run on (its affinity mask where the OS has one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def workers(text: str) -> int:
+    """An argparse type: a process pool size, at least 1, capped at the CPU count (more
+    processes than CPUs only compete for them; `--workers 100000` once forked 1,100 of them).
+    The cap is said on stderr."""
+    n = count(1)(text)
+    cpus = cpu_count()
+    if n > cpus:
+        print(f"zomboss: --workers {n} capped at {cpus}, the CPUs this process may use", file=sys.stderr)
+        return cpus
+    return n
+
+
+def url(text: str) -> str:
+    """An argparse type: an http(s) URL with a host (an endpoint such as http://127.0.0.1:8000/v1),
+    by the check the LLM client makes of $OPENAI_BASE_URL."""
+    from zomboss.llm import http_url
+
+    if not http_url(text):
+        raise argparse.ArgumentTypeError(f"expected an http(s) URL such as http://127.0.0.1:8000/v1, got {text!r}")
+    return text
 
 
 def ids(text: str) -> list[str]:

@@ -22,7 +22,18 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from zomboss.app.arguments import MAX_WORKERS, HelpFormatter, VersionAction, count, fraction, ids, seconds
+from zomboss.app.arguments import (
+    HelpFormatter,
+    VersionAction,
+    count,
+    cpu_count,
+    fraction,
+    ids,
+    seconds,
+    seed,
+    url,
+    workers,
+)
 from zomboss.errors import ZombossError
 from zomboss.solvers.guides import GUIDE_NAMES
 from zomboss.util import MAX_INSTRUCTIONS
@@ -33,15 +44,22 @@ if TYPE_CHECKING:  # annotations only: the commands import their heavy modules w
 
 
 def _param_overrides(items: Sequence[str]) -> dict[str, int]:
+    from zomboss.workload import shorten
+
     out: dict[str, int] = {}
     for item in items:
         name, eq, val = item.partition("=")
         if not eq or not name.strip():
-            raise ZombossError(f"--param {item!r}: expected NAME=VALUE (e.g. --param dim=8)")
+            raise ZombossError(f"--param {shorten(item)!r}: expected NAME=VALUE (e.g. --param dim=8)")
         try:
+            if len(val.strip()) > 64:  # past the 128-bit limit of a parameter (39 digits), unread
+                raise ValueError
             out[name.strip().lower()] = int(val.strip(), 0)
         except ValueError:
-            raise ZombossError(f"--param {item!r}: value must be an integer") from None
+            raise ZombossError(
+                f"--param {shorten(item)!r}: value must be an integer of at most 64 characters "
+                "(parameters are below 2^128, within their domains)"
+            ) from None
     return out
 
 
@@ -231,7 +249,7 @@ def store_solve(
 
 
 def cmd_solve(args: argparse.Namespace) -> int:
-    from zomboss.app.display import exhaustive_display, solve_display
+    from zomboss.app.display import exhaustive_display, result_value, solve_display
     from zomboss.results import Store
     from zomboss.solvers.search import SolveConfig, solve
     from zomboss.target import config_key, get_target
@@ -296,7 +314,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
             "wall_s",
             "db",
         ]
-        lines = [f"{k:>18}: {d[k]}" for k in keys if d.get(k) not in (None, "")]
+        lines = [f"{k:>18}: {result_value(k, d)}" for k in keys if d.get(k) not in (None, "")]
         lines.append(f"{'files':>18}: {', '.join(d['files'])}")
         lines.append(f"{'mapping':>18}: {json.dumps(d['mapping'])}")
         lines.append(f"{'breakdown':>18}: default {d['breakdown_default']} -> best {d['breakdown']}")
@@ -572,6 +590,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
                     "db": str(db),
                     "report": str(report),
                     "wall_s": wall,
+                    "workers": args.workers,
                     "results": rows,
                     "direct": direct_rows,
                     "files": files,
@@ -698,21 +717,29 @@ def build_parser() -> argparse.ArgumentParser:
     budget = argparse.ArgumentParser(add_help=False)
     budget.add_argument(
         "--max-instructions",
-        type=int,
+        type=count(1),
         default=MAX_INSTRUCTIONS,
         metavar="N",
         help=f"stop after N executed instructions (default {MAX_INSTRUCTIONS:,}; hardware loops count every iteration)",
     )
     llm = argparse.ArgumentParser(add_help=False)  # the LLM guide's and the direct baseline's endpoint
     llm.add_argument(
-        "--llm-base-url", default=None, metavar="URL", help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)"
+        "--llm-base-url",
+        type=url,
+        default=None,
+        metavar="URL",
+        help="OpenAI-compatible endpoint (default: $OPENAI_BASE_URL)",
     )
     llm.add_argument("--llm-model", default=None, metavar="NAME", help="model name (default: $ZOMBOSS_LLM_MODEL)")
     llm.add_argument(
-        "--llm-timeout", type=float, default=None, metavar="S", help="seconds per request (default: the client's)"
+        "--llm-timeout", type=seconds, default=None, metavar="S", help="seconds per request (default: the client's)"
     )
     llm.add_argument(
-        "--llm-max-rounds", type=int, default=None, metavar="N", help="guide rounds per search (default: the guide's)"
+        "--llm-max-rounds",
+        type=count(1),
+        default=None,
+        metavar="N",
+        help="guide rounds per search (default: the guide's)",
     )
     llm.add_argument(
         "--llm-record",
@@ -765,7 +792,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     c.add_argument(
         "--asp-limit",
-        type=int,
+        type=count(0),
         default=20_000,
         metavar="N",
         help="clingo cross-checks the first N executed instructions (0: all)",
@@ -797,7 +824,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument(
         "--samples", type=count(1), default=8, metavar="N", help="output blocks --verify sampled checks (default 8)"
     )
-    d.add_argument("--seed", type=int, default=0, metavar="N", help="the seed of the sampled blocks and their inputs")
+    d.add_argument("--seed", type=seed, default=0, metavar="N", help="the seed of the sampled blocks and their inputs")
     d.set_defaults(fn=cmd_default)
 
     sp = sub.add_parser(
@@ -830,7 +857,7 @@ def build_parser() -> argparse.ArgumentParser:
     so.add_argument(
         "--budget", type=count(1), default=32, metavar="N", help="timing-only simulations of searched candidates"
     )
-    so.add_argument("--seed", type=int, default=0, metavar="N", help="the search's seed")
+    so.add_argument("--seed", type=seed, default=0, metavar="N", help="the search's seed")
     so.add_argument("--exhaustive", action="store_true", help="simulate or prune (sound bound) every legal mapping")
     so.add_argument(
         "--time-limit",
@@ -867,7 +894,11 @@ def build_parser() -> argparse.ArgumentParser:
         "verified_by and verify_reason say which and why)",
     )
     so.add_argument(
-        "--samples", type=int, default=8, metavar="N", help="output blocks --verify sampled checks per seed (default 8)"
+        "--samples",
+        type=count(1),
+        default=8,
+        metavar="N",
+        help="output blocks --verify sampled checks per seed (default 8)",
     )
     so.add_argument(
         "--jobs",
@@ -887,8 +918,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     dr.add_argument("target", metavar=TARGET, help="a registered target (see `zomboss info`)")
     dr.add_argument("workload", metavar=WORKLOAD, help=WORKLOAD_HELP)
-    dr.add_argument("--iterations", type=int, default=None, metavar="N", help="model turns (default 15/20/25 by level)")
-    dr.add_argument("--seed", type=int, default=0, metavar="N", help="the client's seed")
+    dr.add_argument(
+        "--iterations", type=count(1), default=None, metavar="N", help="model turns (default 15/20/25 by level)"
+    )
+    dr.add_argument("--seed", type=seed, default=0, metavar="N", help="the client's seed")
     dr.set_defaults(fn=cmd_direct)
 
     s = sub.add_parser(
@@ -940,7 +973,7 @@ def build_parser() -> argparse.ArgumentParser:
     bn.add_argument("--suite", default="all", metavar="TARGET|all", help="a target's suite, or every target's")
     bn.add_argument("--guide", default="cost", choices=GUIDE_NAMES, help="what proposes the candidates")
     bn.add_argument("--budget", type=count(1), default=32, metavar="N", help="timing-only simulations per instance")
-    bn.add_argument("--seed", type=int, default=0, metavar="N", help="the search's seed")
+    bn.add_argument("--seed", type=seed, default=0, metavar="N", help="the search's seed")
     bn.add_argument("--exhaustive", action="store_true", help="exhaustive branch and bound per instance")
     bn.add_argument(
         "--time-limit",
@@ -952,10 +985,10 @@ def build_parser() -> argparse.ArgumentParser:
     bn.add_argument("--defaults-only", action="store_true", help="only Candidate-0 of every instance (no search)")
     bn.add_argument(
         "--workers",
-        type=count(1, MAX_WORKERS),
-        default=min(os.cpu_count() or 1, MAX_WORKERS),
+        type=workers,
+        default=cpu_count(),
         metavar="N",
-        help=f"local process pool size (1..{MAX_WORKERS}; default: the CPU count, {os.cpu_count() or 1} here)",
+        help=f"local process pool size, at least 1, capped at the CPU count ({cpu_count()} here; the default)",
     )
     bn.add_argument(
         "--ray",

@@ -142,3 +142,17 @@ def print_table(
 def files_text(files: Sequence[Path | str]) -> str:
     """The files a command wrote, one a line, for its text output (its JSON has them as `files`)."""
     return "\n".join(f"wrote {f}" for f in files)
+
+
+def result_value(key: str, d: dict[str, object]) -> str:
+    """One field of a `solve` result as its text output shows it. An exhaustive run that
+    stopped early (--time-limit, --gap) says it is incomplete, and its `legal_mappings`
+    counts only the mappings sized before the stop, which the text says instead of a bare
+    number (a 0 read as "no legal mapping")."""
+    v = d[key]
+    if d.get("complete") is False:
+        if key == "complete":
+            return "no: stopped before every legal mapping was simulated or pruned; the optimum is not proven"
+        if key == "legal_mappings":
+            return f"incomplete: {v} sized before the stop" if v else "incomplete: none sized before the stop"
+    return str(v)

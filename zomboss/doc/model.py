@@ -25,10 +25,15 @@ class Loc:
 
 @dataclass(frozen=True)
 class Param:
+    """`param NAME in LO..HI = EXPR "doc"`: LO..HI (expressions over earlier parameters) is the
+    parameter's domain, checked for its value whether the doc's or a `--param` override."""
+
     name: str
     expr: Expr
     doc: str
     loc: Loc
+    lo: Expr | None = None
+    hi: Expr | None = None
 
 
 @dataclass(frozen=True)

@@ -232,7 +232,10 @@ class _Builder:
 
     def s_param(self, t: Tree) -> None:
         c = t.children
-        self.doc.params.append(dm.Param(str(c[0]).lower(), self.expr(c[1]), self._doc(c), self.loc(t)))
+        dom = next((x for x in c if isinstance(x, Tree) and x.data == "param_domain"), None)
+        value = next(x for x in c[1:] if not (isinstance(x, Tree) and x.data in ("param_domain", "doc")))
+        lo, hi = (self.expr(dom.children[0]), self.expr(dom.children[1])) if dom is not None else (None, None)
+        self.doc.params.append(dm.Param(str(c[0]).lower(), self.expr(value), self._doc(c), self.loc(t), lo, hi))
 
     def _kvs(self, items: list) -> dict[str, ex.Expr]:
         out: dict[str, ex.Expr] = {}

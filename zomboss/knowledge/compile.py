@@ -32,6 +32,7 @@ def _eval_params(doc: dm.Doc, overrides: Mapping[str, int]) -> dict[str, int]:
             raise DocError(f"{p.loc}: parameter {p.name!r} defined twice")
         if p.name in over:
             env[p.name] = over[p.name]
+            _check_domain(p, env, over)
             continue
         for r in ex.refs(p.expr):
             if r.name not in env:
@@ -44,7 +45,44 @@ def _eval_params(doc: dm.Doc, overrides: Mapping[str, int]) -> dict[str, int]:
         if not isinstance(val, int):
             raise DocError(f"{p.loc}: parameter {p.name!r}: expected a number, got {ex.show(p.expr)}")
         env[p.name] = int(val)
+        _check_domain(p, env, over)
     return env
+
+
+def _check_domain(p: dm.Param, env: Mapping[str, int], over: Mapping[str, int]) -> None:
+    """A parameter's value must lie in its declared domain (`param NAME in LO..HI = ...`): an
+    override outside it is named as the user wrote it; a derived value, with the overrides
+    that moved it."""
+    if p.lo is None or p.hi is None:
+        return
+    bounds = []
+    for b in (p.lo, p.hi):
+        for r in ex.refs(b):
+            if r.name not in env:
+                raise DocError(f"{p.loc}: the domain of {p.name!r} uses unknown parameter {r.name!r} (define it above)")
+        try:
+            ex.check_limits(b)
+            v = ex.evaluate(b, env)
+        except ex.ExprError as e:
+            raise DocError(f"{p.loc}: the domain of {p.name!r}: {e}") from None
+        if not isinstance(v, int):
+            raise DocError(f"{p.loc}: the domain of {p.name!r}: expected a number, got {ex.show(b)}")
+        bounds.append(int(v))
+    lo, hi = bounds
+    v = env[p.name]
+    if lo <= v <= hi:
+        return
+    domain = (
+        f"{lo}..{hi}"
+        if (ex.show(p.lo), ex.show(p.hi)) == (str(lo), str(hi))
+        else (f"{ex.show(p.lo)}..{ex.show(p.hi)} = {lo}..{hi}")
+    )
+    if p.name in over:
+        raise DocError(f"--param {p.name}={v}: outside the domain of {p.name}, {domain} ({p.loc})")
+    with_ = ", ".join(f"--param {k}={x}" for k, x in over.items())
+    raise DocError(
+        f"{p.loc}: parameter {p.name} = {v} is outside its domain {domain}" + (f" (with {with_})" if with_ else "")
+    )
 
 
 def _sym(e: ex.Expr, where: dm.Loc, what: str) -> str:

@@ -435,7 +435,7 @@ class _BlockRun:
                 raise vx.Unsupported("an array state without an index")
             return None
         if np.min(c.val) < 0 or np.max(c.val) >= size:
-            raise vx.Unsupported("a state index out of range")  # state.index in `step`
+            raise vx.Unsupported("a state index out of range")  # isa.state_index in `step`
         return c.val
 
     def _state(self, g: _Group, k: int, fld: str) -> vx.Col:

@@ -254,15 +254,37 @@ class Checker:
         self._epochs = dict.fromkeys(self.fences, 0)
         self.index = 0
 
-    def _state_rec(self, name: str, idx: int | None, op: str) -> dict[str, int]:
+    def _state_rec(self, name: str, idx: int | None, ins: dm.Instr, line: int) -> dict[str, int]:
         st = self.state[name]
         if isinstance(st, list):
             if idx is None or not 0 <= idx < len(st):
                 raise IllegalProgram(
-                    [self._v("state.index", f"{op} names {name}[{idx}], which does not exist", op, {})]
+                    [
+                        self._v(
+                            "isa.state_index",
+                            f"{ins.name} names {name}[{idx}], which does not exist ({name} has {len(st)} "
+                            f"records, 0..{len(st) - 1})",
+                            ins.name,
+                            {},
+                            str(ins.loc),
+                            line,
+                        )
+                    ]
                 )
             return st[idx]
         return st
+
+    def _operand_rules(self, plan: _Plan, env: Mapping[str, Any], instr: Instr) -> list[Violation]:
+        """The violated rules of an instruction that read nothing but its operands and the
+        parameters (its field ranges, register indexes): what can be judged without state."""
+        known = set(env) | set(self.kb.params)
+        out = []
+        for idx in plan.failing(env, {}):
+            rule, names = plan.rules[idx]
+            if names and all(n in known for n in names):
+                vals = {n: env[n] if n in env else self.kb.params[n] for n in names}
+                out.append(self._v(rule.id, rule.message, plan.ins.name, vals, str(rule.loc), instr.line))
+        return out
 
     def _v(
         self, rule: str, message: str, op: str, values: Mapping[str, Any], loc: str = "", line: int = 0
@@ -304,11 +326,14 @@ class Checker:
         prev = self._prev.get(ins.unit, {})
         try:
             for state, idx_fn, _alias, fields in plan.uses:
-                rec = self._state_rec(state, idx_fn(env, prev) if idx_fn else None, ins.name)
+                rec = self._state_rec(state, idx_fn(env, prev) if idx_fn else None, ins, instr.line)
                 for key, f in fields:
                     env[key] = rec[f]
         except IllegalProgram as e:
-            return self._finish(instr, e.violations, None, env)
+            # an operand that indexes a state record out of range (PLENA's gp32 names loop[32])
+            # usually breaks the operand's own rule first: report those rules, with their doc
+            # lines, before the missing record (isa.*: the Python checker's own, not cross-checked)
+            return self._finish(instr, [*self._operand_rules(plan, env, instr), *e.violations], None, env)
         except ex.EVAL_ERRORS as e:
             out.append(
                 self._v(
@@ -419,7 +444,7 @@ class Checker:
                 self.events.append((pos, instr.op, vals, self._prev_pos.get(plan.ins.unit), dict(self._epochs)))
             for state, idx_fn, fname, val in plan.sets:
                 try:
-                    rec = self._state_rec(state, idx_fn(env, prev) if idx_fn else None, instr.op)
+                    rec = self._state_rec(state, idx_fn(env, prev) if idx_fn else None, plan.ins, instr.line)
                     v = val(env, prev)
                     if v.__class__ is int and not -_BIG < v < _BIG:
                         ex.bounded(v, f"{state}.{fname}")  # raises, naming the field

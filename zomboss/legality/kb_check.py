@@ -197,8 +197,8 @@ def mapping_values(
     prints; `workload_of` resolves it), or `"op"` and `"shape"` instead of `"workload"` for a
     doc that is not a target.
     Inactive conditional knobs may be omitted; out-of-domain values of active knobs are reported
-    by the check, of inactive ones (whose value is replaced) refused, and ill-typed ones (a
-    string for an integer knob) are errors."""
+    by the check, of inactive ones (whose value is replaced) refused by `Space.complete` with the
+    message `export --mapping` gives, and ill-typed ones (a string for an integer knob) are errors."""
     if not isinstance(data, Mapping) or "mapping" not in data:
         raise WorkloadError(f"{path}: expected a JSON object with 'workload' and 'mapping'")
     mapping = data["mapping"]
@@ -238,16 +238,6 @@ def mapping_values(
         values = sp.complete(mapping["knobs"], shape, path)
     except MappingError as e:
         raise WorkloadError(str(e)) from None
-    for k in sp.knobs:  # an inactive knob's value is replaced, never checked: refuse one outside its domain
-        v = mapping["knobs"].get(k.name)
-        if v is None or isinstance(v, bool) or sp.active(k, values, shape):
-            continue
-        inside = str(v).lower() in {x.lower() for x in k.values} if k.values else k.lo <= int(v) <= k.hi
-        if not inside:
-            raise WorkloadError(
-                f"{path}: knob {k.name!r} = {_show_json(v)} is outside its domain ({k.domain()}); the knob is "
-                f"inactive here (its value does not matter), but a value it cannot take is refused"
-            )
     flat: dict[str, int | str] = {k: int(v) for k, v in shape.items() if k in sp.keys}
     flat.update(values)
     return op, flat

@@ -18,6 +18,7 @@ from zomboss.llm.client import (
     Reply,
     ToolCall,
     Usage,
+    http_url,
     open_client,
 )
 
@@ -28,6 +29,7 @@ __all__ = [
     "LlmError",
     "LlmMissing",
     "LlmRefused",
+    "http_url",
     "ReplayMismatch",
     "Reply",
     "ToolCall",

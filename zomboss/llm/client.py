@@ -216,9 +216,15 @@ class LlmConfig:
         timeout: float | None = None,
         **rest: Any,
     ) -> LlmConfig:
-        """Flags first, then `OPENAI_BASE_URL`, `ZOMBOSS_LLM_MODEL`, `OPENAI_API_KEY`."""
+        """Flags first, then `OPENAI_BASE_URL`, `ZOMBOSS_LLM_MODEL`, `OPENAI_API_KEY`. The
+        command line's parser checks --llm-base-url; the environment's URL is checked here."""
+        env_url = os.environ.get("OPENAI_BASE_URL") or None
+        if not base_url and env_url is not None and not http_url(env_url):
+            raise LlmConfigError(
+                f"$OPENAI_BASE_URL {env_url[:80]!r}: expected an http(s) URL such as http://127.0.0.1:8000/v1"
+            )
         return cls(
-            base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
+            base_url=base_url or env_url,
             model=model or os.environ.get("ZOMBOSS_LLM_MODEL") or None,
             api_key=api_key or os.environ.get("OPENAI_API_KEY") or None,
             timeout=float(timeout) if timeout is not None else DEFAULT_TIMEOUT,
@@ -456,13 +462,20 @@ class LlmClient:
             with chat.with_streaming_response.create(**body) as resp:
                 chunks: list[bytes] = []
                 size = 0
+                tail = b""  # of an oversized answer: its last bytes, where the `usage` object is
                 for chunk in resp.iter_bytes():
                     size += len(chunk)
-                    if size > cfg.max_answer_bytes:
-                        raise _Bad(f"oversized answer (more than {cfg.max_answer_bytes} bytes)", True)
                     if time.monotonic() - self._sent_at > cfg.timeout:
                         raise _Bad(f"timeout (answer not complete after {cfg.timeout:g} s)", True)
-                    chunks.append(chunk)
+                    if size > cfg.max_answer_bytes:  # refused, but read to its end: its tokens were spent
+                        tail = (b"".join(chunks) + tail + chunk)[-_TAIL_BYTES:]
+                        chunks = []
+                    else:
+                        chunks.append(chunk)
+            if size > cfg.max_answer_bytes:
+                raise _BadWithUsage(
+                    f"oversized answer ({size:,} bytes, more than {cfg.max_answer_bytes:,})", _tail_usage(tail)
+                )
             outcome = self.scrub(b"".join(chunks).decode("utf-8", errors="replace"))
         except _Bad as b:
             outcome = b
@@ -493,6 +506,8 @@ class LlmClient:
         else:
             last.clear()
             last.update(error=outcome.reason, status=outcome.status, wait=outcome.wait, retry=outcome.retry)
+            if isinstance(outcome, _BadWithUsage):  # replayed with the tokens it cost
+                last["usage"] = outcome.usage.to_json()
         return tries, outcome
 
     def _wait(self, attempt: int, hint: float | None) -> float:
@@ -630,7 +645,35 @@ def _replayed_attempt(att: object) -> str | _Bad:
         return att["body"]
     reason = str(att.get("error", "recorded failure"))
     status = att.get("status") if isinstance(att.get("status"), int) else None
+    if isinstance(att.get("usage"), Mapping):  # a refused answer whose tokens were counted
+        u = att["usage"]
+        return _BadWithUsage(
+            reason,
+            Usage(
+                _count(u.get("prompt")),
+                _count(u.get("completion")),
+                _count(u.get("cached")),
+                _count(u.get("reasoning")),
+            ),
+        )
     return _Bad(reason, bool(att.get("retry", True)), status, None)
+
+
+_TAIL_BYTES = 64 << 10  # of an oversized answer, the bytes kept to find its `usage` in
+
+
+def _tail_usage(tail: bytes) -> Usage:
+    """The `usage` object of a response body from its last bytes (OpenAI-compatible servers
+    write it after the choices), so that an answer refused for its size still counts the
+    tokens it cost. Usage() when the tail holds none."""
+    text = tail.decode("utf-8", errors="replace")
+    for m in reversed(list(re.finditer(r'"usage"\s*:\s*\{', text))):
+        try:
+            u, _ = json.JSONDecoder().raw_decode(text, m.end() - 1)
+        except (json.JSONDecodeError, RecursionError):
+            continue
+        return Usage.of({"usage": u})
+    return Usage()
 
 
 def _httpx2() -> ModuleType:
@@ -703,3 +746,15 @@ _CONFIG_FIELDS = {
     "max_tokens",
     "temperature",
 }
+
+
+def http_url(text: str) -> bool:
+    """Whether `text` is an http(s) URL with a host (and a valid port, if any)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)

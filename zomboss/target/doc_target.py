@@ -179,10 +179,10 @@ class DocTarget(TargetBase[KB, DocInstance, Program]):
             raise SidecarError(f"{side}: a sidecar is a JSON object with 'workload', 'seed' and 'dram'")
         try:
             wl = self.workload(meta["workload"])
-            dram = [(int(o), bytes.fromhex(str(h))) for o, h in meta.get("dram", [])]
-        except (ValueError, TypeError) as e:
-            raise SidecarError(f"{side}: {e}") from None
+        except WorkloadError as e:
+            raise SidecarError(f"{side}: 'workload': {e}") from None
         inst = self.instance(wl, params, sidecar_seed(side, meta))
+        dram = sidecar_dram(side, meta.get("dram", []), len(inst.image))
         program = Program(program.target, program.instrs, {"dram": dram})
         run, verified = self._run(inst, program, Mode.VERIFIED, budget)
         return KernelResult(
@@ -228,3 +228,31 @@ class DocTarget(TargetBase[KB, DocInstance, Program]):
                 "stall": "idle/waiting",
             },
         }
+
+
+def sidecar_dram(side: Path, entries: object, size: int) -> list[tuple[int, bytes]]:
+    """The bytes a sidecar places in the external memory, `[[offset, "hex"], ...]`: each entry
+    a pair, its bytes hex, and the whole range inside the workload's image of `size` bytes
+    (a negative offset would index from the end, a long one would not fit), or SidecarError
+    naming the entry."""
+    if not isinstance(entries, list):
+        raise SidecarError(f"{side}: 'dram' must be a list of [offset, hex bytes] pairs, not {type(entries).__name__}")
+    out = []
+    for i, e in enumerate(entries):
+        if not (isinstance(e, list) and len(e) == 2 and isinstance(e[1], str)):
+            raise SidecarError(f"{side}: 'dram' entry {i} must be a pair [offset, hex bytes]")
+        off = e[0]
+        if isinstance(off, bool) or not isinstance(off, int):
+            raise SidecarError(f"{side}: 'dram' entry {i}: the offset must be an integer, not {type(off).__name__}")
+        try:
+            data = bytes.fromhex(e[1])
+        except ValueError as err:
+            raise SidecarError(f"{side}: 'dram' entry {i}: not hex bytes ({err})") from None
+        if not 0 <= off <= size - len(data):
+            shown = str(off) if len(str(off)) <= 24 else f"{str(off)[:12]}...({len(str(off))} digits)"
+            raise SidecarError(
+                f"{side}: 'dram' entry {i}: {len(data):,} bytes at offset {shown} lie outside the workload's "
+                f"{size:,}-byte DRAM image (offsets 0..{size - 1:,})"
+            )
+        out.append((off, data))
+    return out

@@ -54,10 +54,10 @@ def test_inline_specs() -> None:
         ("matmul:M=8,N=8", "missing key 'K'"),
         ("matmul:M=8,N=8,K=8,Q=1", "unknown key 'Q'"),
         ("matmul:M=8,N=x,K=8", "value of 'N' must be an integer"),
-        ("matmul:M=8,N=8,K=8,relu=2", "relu=2 must be 0 or 1"),
+        ("matmul:M=8,N=8,K=8,relu=2", "relu=2 is outside 0..1"),
         ("conv:N=1,H=8,W=8,C=3,K=4,R=3,S=3,pad=3", "pad=3 must be smaller than the kernel"),
         ("conv:N=1,H=2,W=8,C=3,K=4,R=5,S=3", "does not fit"),
-        ("conv:N=1,H=8,W=8,C=3,K=4,R=3,S=3,stride=0", "stride=0 must be >= 1"),
+        ("conv:N=1,H=8,W=8,C=3,K=4,R=3,S=3,stride=0", "stride=0 is outside 1..2147483647"),
         ("gemv:M=1", "unknown op 'gemv'"),
     ],
 )

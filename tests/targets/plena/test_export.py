@@ -157,3 +157,49 @@ def test_simulate_file_says_when_the_program_was_written_for_another_machine(tmp
     out = TARGET.export(workload("rope_4x64"), tmp_path / "r.asm", {"hbm_v_prefetch": 2})
     assert TARGET.simulate_file(out, {"hbm_v_prefetch": 2}).extra.get("written_for_other_params") is None
     assert TARGET.simulate_file(out, {}).extra["written_for_other_params"] == {"hbm_v_prefetch": 2}
+
+
+# ---- issue #29, item 16: a sidecar layout that does not match the workload is named ---------------
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda L: L["hbm"]["inputs"][0].update(rows=8), "HBM input X is 8x384, but in rms_4x384 it is 4x384"),
+        (lambda L: L["vram"]["output"].update(cols=64), "VRAM output is 4x64, but the result of rms_4x384 is 4x384"),
+        (lambda L: L["vram"]["output"].update(phys_rows=0), "VRAM output of 4x384 in 0 physical rows"),
+        (lambda L: L["hbm"]["inputs"][0].update(base=10**15), "HBM input X at HBM byte 1000000000000000 (1,728"),
+        (lambda L: L["hbm"]["inputs"][0].update(base=-64), "HBM input X at HBM byte -64 (1,728 bytes) lies outside"),
+        (lambda L: L["hbm"]["inputs"][0].update(name="Y"), "HBM inputs ['Y'] are not distinct inputs of rms_4x384"),
+        (lambda L: L["vram"]["output"].update(vlen=0), "VRAM output rows of 0 elements, but VLEN is 64"),
+    ],
+)
+def test_a_sidecar_layout_that_does_not_fit_the_workload_is_named(tmp_path, edit, message):
+    import json
+
+    from zomboss.target import get_target
+    from zomboss.target.base import SidecarError
+
+    t = get_target("plena")
+    out = t.export(t.workload("rms_4x384"), tmp_path / "k.asm", {})
+    side = tmp_path / "k.asm.json"
+    data = json.loads(side.read_text())
+    edit(data["layout"])
+    side.write_text(json.dumps(data))
+    with pytest.raises(SidecarError) as e:
+        t.simulate_file(out, {})
+    assert str(e.value) == f"{side}: layout: {message}" or str(e.value).startswith(f"{side}: layout: {message}")
+
+
+@pytest.mark.parametrize("wid", ["lin_60m_q", "attn_64", "attn_128c", "rope_4x64", "sm_16x64", "ffn_64x64x128"])
+def test_the_lowerings_own_layouts_pass_the_sidecar_check(wid):
+    from zomboss.targets.plena.export import check_layout
+
+    from zomboss.target import get_target
+
+    t = get_target("plena")
+    wl = t.workload(wid)
+    inst = t.instance(wl, {}, 0)
+    kernel = t.make_lowering(inst, t.reference_mappings(wl, {})["library"])
+    shapes = {n: tuple(x.shape) for n, x in inst.inputs.items()}
+    check_layout(Path("k.asm.json"), kernel.layout, wl, shapes, tuple(inst.reference.shape), t.config({}).vlen)

@@ -121,3 +121,15 @@ def test_doc_latency_equals_the_cost_model(
     t = H.plan(base, offset, 1 << 20, pitch_reg if rstride else rowlen, rows, rowlen)
     cost = H.HbmCost.from_params(kb.params)
     assert doc == (cost.store(t) if mnemonic == "H_STORE_V" else cost.prefetch(t))
+
+
+def test_an_hbm_image_is_bounded():
+    """Issue #29, item 16: a store to HBM address 10^15 ran out of memory; it is refused,
+    naming the address and the limit."""
+    from zomboss.targets.plena.hbm import MAX_HBM_BYTES, Hbm, HbmError
+
+    h = Hbm()
+    with pytest.raises(HbmError, match=r"HBM address 1,000,000,000,000,000 is past the 256 MiB an HBM image may span"):
+        h.write(10**15, np.zeros(1, dtype=np.uint8))
+    h.write(MAX_HBM_BYTES - 1, np.ones(1, dtype=np.uint8))  # the last byte is still an address
+    assert h.read(MAX_HBM_BYTES - 1, 1)[0] == 1
