@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from zomboss.app import main
-from zomboss.app.arguments import cpu_count
+from zomboss.util import usable_cpus as cpu_count
 
 
 def test_workers_beyond_the_cpu_count_are_capped_and_said(tmp_path, capsys):

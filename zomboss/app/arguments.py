@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import sys
 import textwrap
 from collections.abc import Callable
 
+from zomboss.util.processes import cap_at_cpus
 from zomboss.util.version import version_line
 
 MAX_SEED = 2**32 - 1  # NumPy's legacy generators take seeds below 2**32
@@ -49,24 +48,10 @@ def seconds(text: str) -> float:
     return v
 
 
-def cpu_count() -> int:
-    """The CPUs this process may run on (its affinity mask where the OS has one)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):
-        return max(1, os.cpu_count() or 1)
-
-
 def workers(text: str) -> int:
-    """An argparse type: a process pool size, at least 1, capped at the CPU count (more
-    processes than CPUs only compete for them; `--workers 100000` once forked 1,100 of them).
-    The cap is said on stderr."""
-    n = count(1)(text)
-    cpus = cpu_count()
-    if n > cpus:
-        print(f"zomboss: --workers {n} capped at {cpus}, the CPUs this process may use", file=sys.stderr)
-        return cpus
-    return n
+    """An argparse type: a process pool size, at least 1, capped at the usable CPUs (said on
+    stderr)."""
+    return cap_at_cpus(count(1)(text), "--workers")
 
 
 def url(text: str) -> str:

@@ -10,8 +10,6 @@ resumes where it stopped), and summarised in one results row.
 from __future__ import annotations
 
 import os
-import sys
-import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
@@ -24,6 +22,7 @@ from zomboss.errors import ZombossError
 from zomboss.results import Store
 from zomboss.results.store import Row, kind_family
 from zomboss.target import config_key, get_target, target_names
+from zomboss.util import die_with_parent
 
 
 @dataclass(frozen=True)
@@ -277,46 +276,6 @@ def _execute(
                 ok, payload = fut.result()
                 finish(j, ok, payload)
                 tick(j)
-
-
-PARENT_POLL_S = 0.5  # how often a pool worker looks whether its bench is still alive
-
-
-def die_with_parent(parent: int) -> None:
-    """A pool worker's initializer: the worker ends when the bench that started it does, even
-    when the bench is killed with SIGKILL (it cannot shut its pool down then, and the workers
-    would run on, re-parented to PID 1). On Linux the kernel sends SIGKILL at the parent's death
-    (prctl PR_SET_PDEATHSIG); everywhere, a daemon thread polls the parent as well."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-        import signal
-
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # 1 = PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass  # the polling thread below still ends the worker
-    # the process that started this worker: the bench itself, or a fork server of its own
-    started_by = os.getppid()
-    if started_by == 1 or (started_by != parent and not _alive(parent)):
-        os._exit(1)  # the bench died before the kernel could be told
-    threading.Thread(target=_watch_parent, args=(started_by,), daemon=True, name="zomboss-parent-watch").start()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _watch_parent(started_by: int) -> None:
-    while os.getppid() == started_by:
-        time.sleep(PARENT_POLL_S)
-    os._exit(1)  # orphaned (re-parented): no one reads this worker's result any more
 
 
 def _execute_ray(

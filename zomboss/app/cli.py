@@ -26,7 +26,6 @@ from zomboss.app.arguments import (
     HelpFormatter,
     VersionAction,
     count,
-    cpu_count,
     fraction,
     ids,
     seconds,
@@ -36,7 +35,7 @@ from zomboss.app.arguments import (
 )
 from zomboss.errors import ZombossError
 from zomboss.solvers.guides import GUIDE_NAMES
-from zomboss.util import MAX_INSTRUCTIONS
+from zomboss.util import MAX_INSTRUCTIONS, cap_at_cpus, usable_cpus
 
 if TYPE_CHECKING:  # annotations only: the commands import their heavy modules when they run
     from zomboss.results import Store
@@ -986,9 +985,9 @@ def build_parser() -> argparse.ArgumentParser:
     bn.add_argument(
         "--workers",
         type=workers,
-        default=cpu_count(),
+        default=usable_cpus(),
         metavar="N",
-        help=f"local process pool size, at least 1, capped at the CPU count ({cpu_count()} here; the default)",
+        help=f"local process pool size, at least 1, capped at the CPU count ({usable_cpus()} here; the default)",
     )
     bn.add_argument(
         "--ray",
@@ -1041,14 +1040,8 @@ def solve_jobs(asked: int | None) -> int:
     """`solve --jobs`: the usable CPUs (at most a batch of proposals) by default, and never
     more than the usable CPUs (said on stderr)."""
     from zomboss.solvers.search import SolveConfig
-    from zomboss.solvers.workers import usable_cpus
 
-    cpus = usable_cpus()
-    if asked is None:
-        return min(cpus, SolveConfig.batch)
-    if asked > cpus:
-        print(f"zomboss: --jobs {asked}: capped at {cpus}, the CPUs this process may use", file=sys.stderr)
-    return min(asked, cpus)
+    return min(usable_cpus(), SolveConfig.batch) if asked is None else cap_at_cpus(asked, "--jobs")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,23 +9,21 @@ result, are those of a search with no workers; a simulation the search no longer
 proposal pruned by a kernel found earlier in the batch) is wasted time, nothing else.
 
 Workers are forked from the solving process once the target and its KB are loaded, ignore
-Ctrl-C (the solving process owns it and terminates them) and die with their parent (Linux:
-`PR_SET_PDEATHSIG`). A worker that fails hands back nothing: the search then runs that
+Ctrl-C (the solving process owns it and terminates them) and die with their parent
+(`zomboss.util.die_with_parent`). A worker that fails hands back nothing: the search runs that
 simulation itself, and so raises the error exactly as without workers.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import multiprocessing
 import multiprocessing.pool
 import os
 import signal
-import sys
 
 from zomboss.mapping import KnobMapping
 from zomboss.target import Evaluation, Mode, Params, Target
+from zomboss.util import die_with_parent
 from zomboss.workload import Workload
 
 _Key = tuple[str, str, int]  # (mapping key, mode, seed)
@@ -35,24 +33,11 @@ _Key = tuple[str, str, int]  # (mapping key, mode, seed)
 _JOB: tuple[Target, Workload, Params] | None = None
 
 
-def usable_cpus() -> int:
-    """The CPUs this process may run on (its affinity, where the platform tells)."""
-    with contextlib.suppress(AttributeError):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
-def _die_with_parent() -> None:
-    """A worker whose solving process is killed (kill -9) must not run on: on Linux the kernel
-    sends it SIGKILL (`prctl(PR_SET_PDEATHSIG)`); elsewhere Pool's own sentinel ends it once
-    the parent's pipes close."""
+def _start(parent: int) -> None:
+    """A worker's initializer: Ctrl-C is the solving process's (it terminates its workers), and
+    a worker whose solving process is killed must not run on."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            libc = ctypes.CDLL("libc.so.6", use_errno=True)
-            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-        if os.getppid() == 1:  # the parent died before the prctl took effect
-            os._exit(1)
+    die_with_parent(parent)
 
 
 def _simulate(m: KnobMapping, mode: str, seed: int) -> Evaluation | None:
@@ -75,7 +60,7 @@ class Workers:
         self.pool: multiprocessing.pool.Pool | None = None
         if jobs > 1 and "fork" in multiprocessing.get_all_start_methods():
             _JOB = (t, wl, dict(params))
-            self.pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_die_with_parent)
+            self.pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_start, initargs=(os.getpid(),))
 
     def submit(self, m: KnobMapping, mode: Mode, seed: int) -> None:
         """Start simulating `m` (if no worker already is)."""

@@ -1,6 +1,6 @@
 """Plumbing every stage shares and no stage owns: where files go and how they are written
-atomically (`files`), reading what users hand in within documented limits (`inputs`), and a
-small LRU cache (`lru`). Imports nothing of Zomboss but `zomboss.errors`.
+atomically (`files`), reading what users hand in within documented limits (`inputs`), worker
+processes (`processes`), and a small LRU cache (`lru`). Imports nothing of Zomboss but `zomboss.errors`.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from zomboss.util.inputs import (
     read_text,
 )
 from zomboss.util.lru import Lru
+from zomboss.util.processes import cap_at_cpus, die_with_parent, usable_cpus
 
 __all__ = [
     "LimitError",
@@ -41,10 +42,12 @@ __all__ = [
     "TooLargeToVerify",
     "append_text",
     "atomic_write",
+    "cap_at_cpus",
     "cache_root",
     "check_budget",
     "check_output",
     "check_workload_bytes",
+    "die_with_parent",
     "load_json",
     "output_file",
     "over_budget",
@@ -52,5 +55,6 @@ __all__ = [
     "read_json",
     "read_text",
     "results_dir",
+    "usable_cpus",
     "warn_once",
 ]
