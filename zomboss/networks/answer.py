@@ -231,6 +231,12 @@ class NetworkResult:
 TEXT_COLUMNS = ("layer", "x", "verified", "Candidate-0", "best", "speedup", "gap", "share")
 
 
+def _label(row: Mapping[str, Any]) -> str:
+    """A plot legend's name of a layer: its first ONNX node, its op and its multiplicity."""
+    more = f" +{len(row['nodes']) - 1}" if len(row["nodes"]) > 1 else ""
+    return f"{row['nodes'][0][:32]}{more}: {row['op']} x{row['multiplicity']}"
+
+
 def _n(v: int | None) -> str:
     return "-" if v is None else f"{v:,}"
 
@@ -275,14 +281,7 @@ def _plot(result: NetworkResult, folder: Path, top: int = 9) -> list[Path]:
     rows = [r for r in result.layer_rows() if r["verified"]]
     rows.sort(key=lambda r: -(r["default_cycles"] or 0) * r["multiplicity"])
     named, rest = rows[:top], rows[top:]
-    parts = [
-        (
-            f"{r['workload']} x{r['multiplicity']}",
-            r["default_cycles"] * r["multiplicity"],
-            r["cycles"] * r["multiplicity"],
-        )
-        for r in named
-    ]
+    parts = [(_label(r), r["default_cycles"] * r["multiplicity"], r["cycles"] * r["multiplicity"]) for r in named]
     if rest:
         parts.append(
             (
@@ -291,7 +290,7 @@ def _plot(result: NetworkResult, folder: Path, top: int = 9) -> list[Path]:
                 sum(r["cycles"] * r["multiplicity"] for r in rest),
             )
         )
-    fig, ax = plt.subplots(figsize=(11, 3.2 + 0.25 * len(parts)))
+    fig, ax = plt.subplots(figsize=(11, 3.2 + 0.15 * len(parts)))
     left = [0.0, 0.0]
     cmap = plt.get_cmap("tab10")
     for i, (label, before, after) in enumerate(parts):
@@ -301,7 +300,7 @@ def _plot(result: NetworkResult, folder: Path, top: int = 9) -> list[Path]:
     ax.set_xlabel("network cycles (layer cycles x multiplicity)")
     sp = f" ({result.speedup:.3f}x)" if result.speedup else ""
     ax.set_title(f"{result.network} on {result.target}: where the time goes{sp}")
-    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.25), ncol=3)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), title="layer (first node) x multiplicity")
     fig.tight_layout()
     out = []
     for fmt in ("png", "svg"):
