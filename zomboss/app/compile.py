@@ -95,6 +95,7 @@ def compile_network(
         params=params,
         guide_options=guide_options,
         progress=progress,
+        label=f"compile {graph.name}",
     )
     optima = _optima(db, t.name, config_key(t.name, params))
     layers = tuple(
