@@ -29,8 +29,11 @@ def test_a_bias_the_family_lacks_is_reported_and_nothing_folds_past_it():
     m = mapped(conv_chain(), "vta")
     assert [layer.nodes for layer in m.layers] == [("conv1",), ("conv2",)]  # relu not moved before the bias
     assert all(layer.workload["relu"] == 0 for layer in m.layers)
-    kinds = {u["op_type"]: u["count"] for u in m.unsupported()}
-    assert kinds == {"Conv bias": 2, "Relu": 1}
+    kinds = {u["op_type"]: u["reasons"] for u in m.unsupported()}
+    assert kinds == {
+        "Conv bias": {"the target's conv2d has no bias": 2},
+        "Relu": {"not folded into conv2d: it comes after a step conv2d does not do": 1},
+    }
     # the two convolutions are one distinct layer, solved once
     assert [(d.multiplicity, d.nodes) for d in m.distinct()] == [(2, ("conv1", "conv2"))]
 
@@ -105,3 +108,55 @@ def test_dynamic_dimensions_take_their_dim_values():
 def test_families_are_found_by_their_keys(target, kinds):
     fams = families(get_target(target).describe()["ops"])
     assert {k: f.op for k, f in fams.items()} == kinds
+
+
+def _softmax_model(opset, shape, **attrs):
+    from onnx import TensorProto, helper
+
+    node = helper.make_node("Softmax", ["x"], ["y"], name="sm", **attrs)
+    vi = helper.make_tensor_value_info
+    graph = helper.make_graph([node], "sm", [vi("x", TensorProto.FLOAT, shape)], [vi("y", TensorProto.FLOAT, None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+@pytest.mark.parametrize(
+    "opset, attrs, shape",
+    [
+        (23, {}, {"rows": 4 * 2, "cols": 64}),  # the last axis
+        (11, {}, {"rows": 4, "cols": 2 * 64}),  # before opset 13: coerced to 2-D at axis 1
+        (11, {"axis": 2}, {"rows": 4 * 2, "cols": 64}),
+    ],
+)
+def test_softmax_follows_its_opsets_axis_semantics(opset, attrs, shape):
+    m = mapped(_softmax_model(opset, [4, 2, 64], **attrs), "plena")
+    assert dict(m.layers[0].workload.shape) == shape
+
+
+def test_softmax_over_an_inner_axis_is_unmapped_with_its_reason():
+    m = mapped(_softmax_model(23, [4, 64, 8], axis=1), "plena")
+    assert m.unmapped[0].reason == "axis=1 (only the last axis maps)"
+
+
+def test_an_operator_whose_shape_is_unknown_is_unmapped_not_fatal():
+    from onnx import TensorProto, helper
+
+    vi = helper.make_tensor_value_info
+    nodes = [
+        helper.make_node("NonZero", ["x"], ["nz"], name="nz"),  # a data-dependent shape
+        helper.make_node("Cast", ["nz"], ["f"], name="cast", to=TensorProto.FLOAT),
+        helper.make_node("MatMul", ["f", "w"], ["y"], name="mm"),
+        helper.make_node("MatMul", ["x", "w2"], ["z"], name="mm2"),
+    ]
+    inputs = [
+        vi("x", TensorProto.FLOAT, [16, 32]),
+        vi("w", TensorProto.FLOAT, [16, 16]),
+        vi("w2", TensorProto.FLOAT, [32, 32]),
+    ]
+    outputs = [vi("y", TensorProto.FLOAT, None), vi("z", TensorProto.FLOAT, None)]
+    model = helper.make_model(
+        helper.make_graph(nodes, "g", inputs, outputs), opset_imports=[helper.make_opsetid("", 23)]
+    )
+    m = mapped(model, "gemmini")
+    assert [layer.nodes for layer in m.layers] == [("mm2",)]
+    why = {u.node: u.reason for u in m.unmapped}
+    assert "the shape of 'f' is unknown" in why["mm"]

@@ -721,6 +721,8 @@ def cmd_compile(args: argparse.Namespace) -> int:
             if r.error:
                 print(f"{r.layer.workload.id}: {r.error}")
         print("\n".join(res.summary()))
+        for u in res.unsupported:  # why, per operator type
+            print(f"  {u['op_type']} x{u['count']}: " + "; ".join(f"{r} ({c})" for r, c in u["reasons"].items()))
         for n in res.notes:
             print(f"note: {n}")
         if note:

@@ -41,6 +41,7 @@ class Graph:
     nodes: tuple[Node, ...]
     shapes: Mapping[str, tuple[int, ...]]
     outputs: frozenset[str]  # the graph's outputs: never folded into a consumer's layer
+    opset: int = 23  # the default domain's opset: some operators' defaults changed with it
 
     def shape(self, tensor: str, node: Node) -> tuple[int, ...]:
         """The static shape of `tensor`, or an error naming the node that needs it."""
@@ -125,7 +126,8 @@ def read_graph(model: Any, name: str, dims: Mapping[str, int]) -> Graph:
         seen.add(node_name)
         attrs = {a.name: _attr(helper.get_attribute_value(a)) for a in n.attribute}
         nodes.append(Node(node_name, n.op_type, tuple(n.input), tuple(n.output), attrs))
-    return Graph(name, tuple(nodes), shapes, frozenset(o.name for o in g.output))
+    opset = next((int(o.version) for o in inferred.opset_import if o.domain in ("", "ai.onnx")), 23)
+    return Graph(name, tuple(nodes), shapes, frozenset(o.name for o in g.output), opset)
 
 
 def _attr(v: Any) -> Any:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from zomboss.errors import WorkloadError
 from zomboss.networks.families import Family
-from zomboss.networks.graph import Graph, Node
+from zomboss.networks.graph import Graph, NetworkError, Node
 from zomboss.workload import Workload
 
 # Operators that only move, reshape or describe data: unmapped like the others, said so.
@@ -114,6 +114,7 @@ def map_graph(graph: Graph, fams: Mapping[str, Family], workload: Callable[[str]
     layers: list[Layer] = []
     unmapped: list[Unmapped] = []
     notes: list[str] = []
+    by_name = {n.name: n for n in graph.nodes}
 
     def place(cand: _Candidate, anchor: Node) -> Layer | str:
         fam = fams.get(cand.kind)
@@ -159,7 +160,7 @@ def map_graph(graph: Graph, fams: Mapping[str, Family], workload: Callable[[str]
             continue
         try:
             cand = pattern(graph, node)
-        except _Refused as e:
+        except (_Refused, NetworkError) as e:  # NetworkError: a shape inference could not give
             unmapped.append(Unmapped(node.name, node.op_type, str(e)))
             continue
         got = place(cand, node)
@@ -169,9 +170,16 @@ def map_graph(graph: Graph, fams: Mapping[str, Family], workload: Callable[[str]
         layers.append(got)
         consumed |= set(got.nodes)
         fam = fams[cand.kind]
-        for flag, src in cand.flags.items():
-            if not fam.has(flag) and not src:  # part of the anchor node itself: said, not dropped
-                unmapped.append(Unmapped(node.name, f"{node.op_type} {flag}", f"the target's {fam.op} has no {flag}"))
+        for flag, src in cand.flags.items():  # an epilogue step not folded: said, with why
+            if got.workload.shape.get(flag) == 1:  # folded (`place` sets a flag only then)
+                continue
+            why = f"the target's {fam.op} has no {flag}" if not fam.has(flag) else ""
+            why = why or f"not folded into {fam.op}: it comes after a step {fam.op} does not do"
+            if not src:  # part of the anchor node itself (a Conv's or Gemm's bias input)
+                unmapped.append(Unmapped(node.name, f"{node.op_type} {flag}", why))
+            elif src not in consumed:
+                unmapped.append(Unmapped(src, by_name[src].op_type, why))
+                consumed.add(src)
     order = {n.name: i for i, n in enumerate(graph.nodes)}
     layers.sort(key=lambda layer: order[layer.nodes[0]])
     unmapped.sort(key=lambda u: order.get(u.node, len(order)))
@@ -270,6 +278,9 @@ def _last_axis(node: Node, rank: int, default: int = -1) -> None:
 
 def _softmax(graph: Graph, node: Node) -> _Candidate:
     x = graph.shape(node.inputs[0], node)
+    if graph.opset < 13:  # the input coerced to 2-D at `axis` (default 1): rows before it, columns from it
+        axis = int(node.attrs.get("axis", 1)) % len(x)
+        return _Candidate("softmax", {"rows": math.prod(x[:axis]), "cols": math.prod(x[axis:])}, (node.name,))
     _last_axis(node, len(x))
     return _Candidate("softmax", {"rows": math.prod(x[:-1]), "cols": x[-1]}, (node.name,))
 
