@@ -66,7 +66,7 @@ def test_export_writes_every_kernel_and_a_node_manifest(mlp_file, tmp_path, caps
         "fc2": "layer02_matmul.c",
         "fc3": "layer02_matmul.c",
     }
-    assert manifest["unmapped"] == ["odd"]
+    assert manifest["unmapped"] == [{"node": "odd", "op_type": "Erf"}]
     assert all((out / f).is_file() for layer in manifest["layers"] for f in layer["files"])
     assert str(out / "manifest.json") in d["files"] and str(out / "layer01_matmul.c") in d["files"]
 

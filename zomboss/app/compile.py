@@ -134,7 +134,8 @@ def _optima(db: Path, target: str, config: str) -> dict[str, int]:
 def export_kernels(compiled: Compiled, folder: Path, params: Mapping[str, int], db: Path) -> list[Path]:
     """Every verified layer's searched kernel in the target's native form, named
     `layerNN_<op><suffix>`, and `manifest.json`: per layer its workload, files, nodes and
-    cycles, and per ONNX node its kernel file. Returns every file written, the manifest last."""
+    cycles, per ONNX node its kernel file, and the unmapped operators (and parts of operators).
+    Returns every file written, the manifest last."""
     from zomboss.app.cli import written_beside
     from zomboss.mapping import space
 
@@ -191,7 +192,8 @@ def export_kernels(compiled: Compiled, folder: Path, params: Mapping[str, int], 
         "kind": res.kind,
         "layers": entries,
         "nodes": node_file,
-        "unmapped": sorted({n for u in res.unsupported for n in u["nodes"]}),
+        # what no kernel computes: whole operators, and parts of mapped ones (`Conv bias`)
+        "unmapped": [{"node": n, "op_type": u["op_type"]} for u in res.unsupported for n in u["nodes"]],
     }
     files.append(publish(folder / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode()))
     return files

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -53,10 +54,23 @@ class Graph:
         return self.shapes[tensor]
 
     def consumers(self, tensor: str) -> list[Node]:
-        return [n for n in self.nodes if tensor in n.inputs]
+        return self._consumers.get(tensor, [])
 
     def producer(self, tensor: str) -> Node | None:
-        return next((n for n in self.nodes if tensor in n.outputs), None)
+        return self._producer.get(tensor)
+
+    @cached_property
+    def _consumers(self) -> dict[str, list[Node]]:
+        """tensor -> the nodes reading it (built once: patterns ask for every node)."""
+        out: dict[str, list[Node]] = {}
+        for n in self.nodes:
+            for t in dict.fromkeys(n.inputs):
+                out.setdefault(t, []).append(n)
+        return out
+
+    @cached_property
+    def _producer(self) -> dict[str, Node]:
+        return {t: n for n in self.nodes for t in n.outputs}
 
 
 def load_model(path: Path) -> Any:
