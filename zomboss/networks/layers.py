@@ -27,6 +27,8 @@ LAYOUT = frozenset(
      "Concat", "Slice", "Split", "Cast", "Expand"}
 )  # fmt: skip
 
+EPILOGUE = ("bias", "relu")  # the flags a layer may fold, in the order they apply
+
 
 @dataclass(frozen=True)
 class Layer:
@@ -116,7 +118,7 @@ def map_graph(graph: Graph, fams: Mapping[str, Family], workload: Callable[[str]
     notes: list[str] = []
     by_name = {n.name: n for n in graph.nodes}
 
-    def place(cand: _Candidate, anchor: Node) -> Layer | str:
+    def place(cand: _Candidate) -> Layer | str:
         fam = fams.get(cand.kind)
         if fam is None:
             return f"the target has no {cand.kind} op family"
@@ -129,7 +131,7 @@ def map_graph(graph: Graph, fams: Mapping[str, Family], workload: Callable[[str]
             if not blocked:
                 kv[flag] = 1
                 folded += [src] if src else []
-        kv |= {f: 0 for f in ("bias", "relu") if fam.has(f) and f not in kv}
+        kv |= {f: 0 for f in EPILOGUE if fam.has(f) and f not in kv}
         spec = f"{fam.op}:" + ",".join(f"{k}={v}" for k, v in kv.items())
         try:
             wl = workload(spec)
@@ -143,7 +145,7 @@ def map_graph(graph: Graph, fams: Mapping[str, Family], workload: Callable[[str]
         ffn = _ffn(graph, node)
         if ffn is None or consumed & set(ffn.nodes):
             continue
-        got = place(ffn, node)
+        got = place(ffn)
         if isinstance(got, Layer):
             layers.append(got)
             consumed |= set(got.nodes)
@@ -163,7 +165,7 @@ def map_graph(graph: Graph, fams: Mapping[str, Family], workload: Callable[[str]
         except (_Refused, NetworkError) as e:  # NetworkError: a shape inference could not give
             unmapped.append(Unmapped(node.name, node.op_type, str(e)))
             continue
-        got = place(cand, node)
+        got = place(cand)
         if isinstance(got, str):
             unmapped.append(Unmapped(node.name, node.op_type, got))
             continue
