@@ -97,6 +97,7 @@ def test_list_names_the_builtins(capsys):
         (["{mlp}", "--target", "gemmini", "--dim", "batch"], "--dim 'batch': expected NAME=VALUE"),
         (["{mlp}", "--target", "gemmini", "--dim", "batch=2", "--dim", "seq=3"], "--dim seq: no input of"),
         (["nosuchnet", "--target", "gemmini"], "nosuchnet: no such file (and not a built-in network"),
+        (["resnet18", "--target", "gemmini", "--dim", "batch=1"], "the built-in network resnet18 has no dynamic"),
         (["resnet18"], "give MODEL (an ONNX file or a built-in name) and --target TARGET"),
         (["resnet18", "--target", "nosuch"], "unknown target"),
     ],
