@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("target",),
     ("verify",),
     ("solvers",),
+    ("networks",),  # whole networks: ONNX graphs mapped onto op families (zomboss compile)
     ("app",),
     ("api",),  # the public Python API (zomboss/api.py): calls what the command line calls
     ("__main__",),  # `python -m zomboss`: runs the command line

@@ -79,11 +79,18 @@ def test_the_api_keeps_the_command_lines_defaults():
     from zomboss.app.cli import build_parser
 
     sub = next(a for a in build_parser()._actions if a.dest == "cmd").choices
-    for fn, cmd in ((zomboss.solve, "solve"), (zomboss.default, "default")):
-        flags = {a.dest: a.default for a in sub[cmd]._actions if a.option_strings and a.dest not in OUTPUT_FLAGS}
+    listing = {"list"}  # `compile --list` is zomboss.builtin_networks()
+    for fn, cmd in ((zomboss.solve, "solve"), (zomboss.default, "default"), (zomboss.compile, "compile")):
+        flags = {
+            a.dest: a.default
+            for a in sub[cmd]._actions
+            if a.option_strings and a.dest not in OUTPUT_FLAGS and a.dest not in listing
+        }
         params = inspect.signature(fn).parameters
         for dest, default in flags.items():
-            name = "params" if dest == "param" else dest
+            name = {"param": "params", "dim": "dims"}.get(dest, dest)
             assert name in params, f"{cmd} --{dest} has no keyword in zomboss.{fn.__name__}"
-            want = None if dest == "param" else default
+            if params[name].default is inspect.Parameter.empty and default is None:
+                continue  # required by the API, optional on the command line only for --list (compile --target)
+            want = None if dest in ("param", "dim") else default
             assert params[name].default == want, f"zomboss.{fn.__name__}({name}=...) default differs from --{dest}"

@@ -12,10 +12,12 @@ the numbers the argument parser checks for the command line. Every error a user 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from zomboss.app.arguments import MAX_WORKERS
 from zomboss.app.check import check_file
 from zomboss.app.cli import best_mapping, read_mapping, solve_jobs, solve_kind, store_solve
 from zomboss.errors import ZombossError
@@ -23,6 +25,7 @@ from zomboss.knowledge import KB
 from zomboss.knowledge import query as _query
 from zomboss.legality import ASP_LIMIT, CheckReport, check_mapping_values, mapping_values
 from zomboss.mapping import KnobMapping, space
+from zomboss.networks.answer import NetworkResult
 from zomboss.results import KernelResult, Store
 from zomboss.solvers.exhaustive import ExhaustiveProgress
 from zomboss.solvers.exhaustive import exhaustive as _exhaustive
@@ -41,11 +44,14 @@ __all__ = [
     "KernelResult",
     "KnobMapping",
     "LlmFellBack",
+    "NetworkResult",
     "SolveResult",
     "Target",
     "Workload",
     "ZombossError",
+    "builtin_networks",
     "check",
+    "compile",
     "default",
     "get_target",
     "get_workload",
@@ -328,6 +334,99 @@ def export(
         chosen = sp.from_json(data, wl.shape, "mapping")
         sp.check(kb, chosen, wl.shape)
     return t.export(wl, out, overrides, chosen)
+
+
+# ---- whole networks ------------------------------------------------------------------------------
+
+
+def builtin_networks() -> list[dict[str, Any]]:
+    """The built-in networks (`zomboss compile --list`): name, description, node count and, per
+    installed target, the distinct layers, layer instances and unmapped operators it maps."""
+    from zomboss.app.compile import list_builtins
+
+    return list_builtins()
+
+
+def compile(  # noqa: A001 - `zomboss.compile` is the command's name
+    model: Any,
+    target: str,
+    *,
+    dims: Mapping[str, int] | None = None,
+    params: Params | None = None,
+    guide: str = "cost",
+    budget: int = 32,
+    seed: int = 0,
+    exhaustive: bool = False,
+    time_limit: float | None = None,
+    workers: int = min(os.cpu_count() or 1, MAX_WORKERS),
+    ray: str | None = None,
+    report: str | Path | None = None,
+    export: str | Path | None = None,
+    db: str | Path | None = None,
+    llm_base_url: str | None = None,
+    llm_model: str | None = None,
+    llm_timeout: float | None = None,
+    llm_max_rounds: int | None = None,
+    llm_record: str | Path | None = None,
+    llm_replay: str | Path | None = None,
+) -> NetworkResult:
+    """A whole network on `target` (`zomboss compile`, every flag a keyword, the same defaults).
+    `model` is an ONNX file's path, an `onnx.ModelProto` or a built-in name (`builtin_networks()`);
+    `dims` gives the dynamic input dimensions. Every distinct layer (same op family and shape) is
+    solved once, as `bench` solves an instance (`workers` processes, or a Ray cluster at `ray`),
+    through the results store (`db`, default `results_db()`), so a rerun simulates nothing again.
+    `report` writes report.md and the time plot into that folder, `export` every layer's
+    verified kernel and manifest.json (node -> kernel file); the files written are in the result's
+    `files`. Returns the NetworkResult (`layers`, `cycles`, `default_cycles`, `speedup`,
+    `unsupported`, `complete`, `to_json()`); raises ZombossError for an unreadable model, a missing
+    dimension, or a bad target or option."""
+    from dataclasses import replace
+
+    from zomboss.app.compile import compile_network, export_kernels
+    from zomboss.networks.answer import write_report
+
+    _at_least("budget", budget, 1)
+    _at_least("workers", workers, 1)
+    if workers > MAX_WORKERS:
+        raise ZombossError(f"workers={workers}: expected at most {MAX_WORKERS}")
+    if guide not in GUIDE_NAMES:
+        raise ZombossError(f"guide={guide!r}: expected one of {', '.join(GUIDE_NAMES)}")
+    if time_limit is not None and not (exhaustive and time_limit > 0):
+        raise ZombossError(f"time_limit={time_limit}: a number of seconds > 0, with exhaustive=True")
+    options = {
+        "base_url": llm_base_url,
+        "model": llm_model,
+        "timeout": llm_timeout,
+        "max_rounds": llm_max_rounds,
+        "record": None if llm_record is None else str(llm_record),
+        "replay": None if llm_replay is None else str(llm_replay),
+    }
+    overrides = dict(params or {})
+    store = results_db(db)
+    compiled = compile_network(
+        model,
+        target,
+        store,
+        dims=dims,
+        params=overrides,
+        guide=guide,
+        budget=budget,
+        seed=seed,
+        exhaustive=exhaustive,
+        time_limit=time_limit,
+        workers=workers,
+        ray_address=ray,
+        guide_options={k: v for k, v in options.items() if v is not None} if guide == "llm" else {},
+        progress=False,
+    )
+    res = compiled.result
+    files = list(res.files)
+    if report is not None:
+        written = write_report(res, Path(report), {"network": res.network, "target": res.target, "kind": res.kind})
+        files += [str(f) for f in written.files]
+    if export is not None:
+        files += [str(f) for f in export_kernels(compiled, Path(export), overrides, store)]
+    return replace(res, files=tuple(files))
 
 
 # ---- the checks the command line's argument parser makes ------------------------------------------

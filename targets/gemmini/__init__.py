@@ -222,6 +222,10 @@ class GemminiTarget(TargetBase[GemminiConfig, GemminiInstance, Program]):
             "default_preset": DEFAULT_PRESET,
             "modes": [m.value for m in Mode],
             "reference_mappings": ["library (tiled_matmul_auto / tiled_conv_auto via loop_ws / loop_conv_ws)", "exo"],
+            # the FireSim SoC the timing model is calibrated against runs at 1 GHz
+            # (WithFireSimConfigTweaks; docs/targets/gemmini-timing.md)
+            "clock_hz": 1_000_000_000,
+            "kernel_suffix": ".c",  # `export` writes a bareMetalC test (the assembly beside it)
         }
 
 

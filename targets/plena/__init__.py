@@ -268,6 +268,7 @@ class PlenaTarget(TargetBase[PlenaConfig, PlenaInstance, Kernel]):
                 "stall": "RTL pipeline hazards",
                 "overhead": "integer address/counter arithmetic and control (CSRs, loops)",
             },
+            "kernel_suffix": ".asm",  # no clock_hz: the PLENA sources state none
             "default_kernels": "PLENA compiler ATen-path templates (linear, ffn, rmsnorm, softmax, flash attention, "
             "rope) = the lowering of plena.md §8's canonical knob values",
             "gates": {

@@ -4,8 +4,9 @@ the core's doc-driven target (`zomboss.target.DocTarget`, `zomboss.machine.Gener
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from zomboss.knowledge import KB
 from zomboss.mapping import KnobMapping
@@ -25,6 +26,18 @@ class VtaTarget(DocTarget):
 
     def suite(self) -> Sequence[Workload]:
         return SUITE
+
+    def workload(self, spec: str) -> Workload:
+        """A suite id or an inline spec, refused at once when VTA cannot run its shape (channels
+        not multiples of 16, a kernel larger than the padded image), not only when it is built."""
+        wl = super().workload(spec)
+        conv_shape(wl)
+        return wl
+
+    def describe(self) -> Mapping[str, Any]:
+        """The doc target's facts, the Pynq board's 100 MHz clock the TopHub times were measured
+        at (docs/targets/vta.md) and the export's file name."""
+        return {**super().describe(), "clock_hz": 100_000_000, "kernel_suffix": ".asm"}
 
     def make_instance(self, wl: Workload, params: Params, seed: int) -> DocInstance:
         return make_instance(self.kb(params), wl, dict(params), seed)

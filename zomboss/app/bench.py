@@ -166,9 +166,11 @@ def run_bench(
     guide_options: Mapping[str, Any] | None = None,
     fresh: str | None = None,
     progress: bool = True,
+    label: str = "bench",
 ) -> dict[tuple[str, str], dict[str, Any]]:
     """Run every pair not already in the store under this config; returns the payload per pair.
-    `fresh` forgets stored runs first: "kind" those of this kind's family, "all" every kind's."""
+    `fresh` forgets stored runs first: "kind" those of this kind's family, "all" every kind's.
+    `label` names the run on the progress bar (`bench`, `compile NETWORK`)."""
     params = dict(params or {})
     store = Store(db)
     keys = {t: config_key(t, params) for t in {p[0] for p in pairs}}
@@ -207,7 +209,7 @@ def run_bench(
         console=Console(stderr=True),
         disable=not progress,
     ) as bar:
-        task = bar.add_task(f"bench {kind}", total=len(todo))
+        task = bar.add_task(f"{label} {kind}", total=len(todo))
         mine = [j for j in todo if store.claim(j.target, j.workload, kind, keys[j.target])]
         others = [j for j in todo if j not in mine]
         _execute(

@@ -639,6 +639,120 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0 if rows and all(r["verified"] for r in rows) else 1
 
 
+# ---- compile ------------------------------------------------------------------------------------
+
+
+def _dims(items: Sequence[str]) -> dict[str, int]:
+    """`--dim NAME=VALUE` (repeatable): a value for a dynamic dimension of the model's inputs."""
+    out: dict[str, int] = {}
+    for item in items:
+        name, eq, val = item.partition("=")
+        try:
+            value = int(val.strip(), 0) if eq and name.strip() else 0
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise ZombossError(f"--dim {item!r}: expected NAME=VALUE with an integer VALUE >= 1 (e.g. --dim batch=1)")
+        out[name.strip()] = value
+    return out
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from zomboss.app.compile import compile_network, export_kernels, list_builtins
+    from zomboss.app.display import files_text, plain_wanted, print_table
+
+    if args.list:
+        nets = list_builtins()
+        if args.json:
+            print(json.dumps(nets, indent=2))
+            return 0
+        names = list(nets[0]["targets"]) if nets else []
+        cells = [
+            (n["name"], *(f"{f['distinct']} ({f['instances']})" for f in n["targets"].values()), n["about"])
+            for n in nets
+        ]
+        print_table(
+            "built-in networks: distinct layers (layer instances) each target maps",
+            ("network", *names, "about"),
+            cells,
+            plain=plain_wanted(args.plain),
+            ids=("network",),
+        )
+        return 0
+    if not args.model or not args.target:
+        raise ZombossError("compile: give MODEL (an ONNX file or a built-in name) and --target TARGET, or --list")
+    if args.time_limit is not None and not args.exhaustive:
+        raise ZombossError("--time-limit limits an exhaustive run: use it with --exhaustive")
+    params = _param_overrides(args.param)
+    db = _db(args)
+    compiled = compile_network(
+        args.model,
+        args.target,
+        db,
+        dims=_dims(args.dim),
+        params=params,
+        guide=args.guide,
+        budget=args.budget,
+        seed=args.seed,
+        exhaustive=args.exhaustive,
+        time_limit=args.time_limit,
+        workers=args.workers,
+        ray_address=args.ray,
+        guide_options=_llm_options(args),
+        progress=not args.json,
+    )
+    res = compiled.result
+    files = [str(db)]
+    note = ""
+    if args.report:
+        from zomboss.networks.answer import write_report
+
+        config = {
+            "network": res.network,
+            "target": res.target,
+            "kind": res.kind,
+            "params": params or "doc defaults",
+            "workers": args.workers,
+            "store": str(db),
+            "wall time": f"{res.wall_s:.1f} s",
+        }
+        written = write_report(res, Path(args.report), config)
+        files += [str(f) for f in written.files]
+        note = written.note
+    if args.export:
+        files += [str(f) for f in export_kernels(compiled, Path(args.export), params, db)]
+    d = res.to_json() | {"files": files, "plots_note": note or None}
+    if args.json:
+        print(json.dumps(d, indent=2, default=str))
+    else:
+        from zomboss.networks.answer import TEXT_COLUMNS
+
+        print_table(
+            f"{res.network} on {res.target} ({res.kind}, {db})",
+            TEXT_COLUMNS,
+            res.text(),
+            plain=plain_wanted(args.plain),
+            ids=("layer",),
+            right=TEXT_COLUMNS[1:],
+        )
+        for r in res.layers:
+            if r.error:
+                print(f"{r.layer.workload.id}: {r.error}")
+        print("\n".join(res.summary()))
+        for u in res.unsupported:  # why, per operator type
+            print(f"  {u['op_type']} x{u['count']}: " + "; ".join(f"{r} ({c})" for r, c in u["reasons"].items()))
+        for n in res.notes:
+            print(f"note: {n}")
+        if note:
+            print(note)
+        print(f"wall time {res.wall_s:.1f}s")
+        print(files_text(files))
+    if not res.layers:
+        print(f"zomboss: no operator of {res.network} maps onto {res.target}", file=sys.stderr)
+        return 1
+    return 0 if res.complete else 1
+
+
 # ---- parser -------------------------------------------------------------------------------------
 
 
@@ -1025,6 +1139,67 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --guide llm: also run the direct-generation baseline on every instance and report tokens and verified kernels of both",
     )
     bn.set_defaults(fn=cmd_bench)
+
+    cp = sub.add_parser(
+        "compile",
+        parents=[common, store, llm],
+        help="a whole network (ONNX or built-in): every distinct layer searched, the network against Candidate-0",
+        formatter_class=HelpFormatter,
+    )
+    cp.add_argument(
+        "model",
+        nargs="?",
+        metavar="MODEL",
+        help="an ONNX file (weights not needed) or a built-in network name (see --list)",
+    )
+    cp.add_argument("--target", metavar=TARGET, default=None, help="a registered target (see `zomboss info`)")
+    cp.add_argument("--list", action="store_true", help="list the built-in networks and what each target maps")
+    cp.add_argument(
+        "--dim",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="the value of a dynamic input dimension of the model (repeatable; required for each one)",
+    )
+    cp.add_argument("--guide", default="cost", choices=GUIDE_NAMES, help="what proposes the candidates")
+    cp.add_argument("--budget", type=count(1), default=32, metavar="N", help="timing-only simulations per layer")
+    cp.add_argument("--seed", type=int, default=0, metavar="N", help="the search's seed")
+    cp.add_argument("--exhaustive", action="store_true", help="exhaustive branch and bound per layer")
+    cp.add_argument(
+        "--time-limit",
+        type=seconds,
+        default=None,
+        metavar="S",
+        help="per-layer limit for --exhaustive (default: no limit)",
+    )
+    cp.add_argument(
+        "--workers",
+        type=count(1, MAX_WORKERS),
+        default=min(os.cpu_count() or 1, MAX_WORKERS),
+        metavar="N",
+        help=f"layers solved at once in a local process pool (1..{MAX_WORKERS}; default: the CPU count, "
+        f"{os.cpu_count() or 1} here)",
+    )
+    cp.add_argument(
+        "--ray",
+        default=None,
+        metavar="ADDRESS",
+        help="fan the layers out over a Ray cluster at ADDRESS, or 'local' to start one for this run (zomboss[ray])",
+    )
+    cp.add_argument(
+        "--report",
+        default=None,
+        metavar="DIR",
+        help="write report.md and the plot of where the time goes (time.png, time.svg) into DIR (default: no report)",
+    )
+    cp.add_argument(
+        "--export",
+        default=None,
+        metavar="DIR",
+        help="write every layer's verified kernel in the target's native form and manifest.json (node -> kernel "
+        "file) into DIR (default: no export)",
+    )
+    cp.set_defaults(fn=cmd_compile)
 
     i = sub.add_parser(
         "info",

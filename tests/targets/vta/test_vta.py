@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from zomboss.targets.vta import export as X
 
-from zomboss.errors import IllegalProgram
+from zomboss.errors import IllegalProgram, WorkloadError
 from zomboss.knowledge.asp import program_facts
 from zomboss.knowledge.query import asp_blind, check_program
 from zomboss.legality import Checker
@@ -156,3 +156,13 @@ def test_random_legal_mappings_equal_the_numpy_reference(case, seed):
     assume(not sp.violations(KB, m, wl.shape))
     ev = T.evaluate(T.instance(wl, {}, seed), m, Mode.VERIFIED)
     assert ev.verified is True and sum(ev.breakdown.values()) == ev.cycles
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["conv2d:H=8,W=8,C=3,K=16,R=3,S=3", "dense:M=1,N=1000,K=512", "conv2d:H=2,W=2,C=16,K=16,R=3,S=3"],
+)
+def test_a_shape_vta_cannot_run_is_refused_by_workload(spec):
+    """At `workload()`, as every command and `zomboss compile` read it, not when it is built."""
+    with pytest.raises(WorkloadError, match="channels must be multiples of 16 and the kernel must fit"):
+        get_target("vta").workload(spec)
