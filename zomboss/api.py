@@ -12,12 +12,10 @@ the numbers the argument parser checks for the command line. Every error a user 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from zomboss.app.arguments import MAX_WORKERS
 from zomboss.app.check import check_file
 from zomboss.app.cli import best_mapping, read_mapping, solve_jobs, solve_kind, store_solve
 from zomboss.errors import ZombossError
@@ -34,7 +32,7 @@ from zomboss.solvers.search import SolveConfig, SolveProgress, SolveResult
 from zomboss.solvers.search import solve as _solve
 from zomboss.target import Target, config_key, resolve_kb, target_names
 from zomboss.target import get_target as _get_target
-from zomboss.util import MAX_INSTRUCTIONS, output_file, results_dir
+from zomboss.util import MAX_INSTRUCTIONS, cap_at_cpus, output_file, results_dir, usable_cpus
 from zomboss.verify import default_result
 from zomboss.workload import Workload
 
@@ -358,7 +356,7 @@ def compile(  # noqa: A001 - `zomboss.compile` is the command's name
     seed: int = 0,
     exhaustive: bool = False,
     time_limit: float | None = None,
-    workers: int = min(os.cpu_count() or 1, MAX_WORKERS),
+    workers: int = usable_cpus(),
     ray: str | None = None,
     report: str | Path | None = None,
     export: str | Path | None = None,
@@ -387,8 +385,7 @@ def compile(  # noqa: A001 - `zomboss.compile` is the command's name
 
     _at_least("budget", budget, 1)
     _at_least("workers", workers, 1)
-    if workers > MAX_WORKERS:
-        raise ZombossError(f"workers={workers}: expected at most {MAX_WORKERS}")
+    workers = cap_at_cpus(workers, "workers")
     if guide not in GUIDE_NAMES:
         raise ZombossError(f"guide={guide!r}: expected one of {', '.join(GUIDE_NAMES)}")
     if time_limit is not None and not (exhaustive and time_limit > 0):

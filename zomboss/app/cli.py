@@ -1174,11 +1174,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cp.add_argument(
         "--workers",
-        type=count(1, MAX_WORKERS),
-        default=min(os.cpu_count() or 1, MAX_WORKERS),
+        type=workers,
+        default=usable_cpus(),
         metavar="N",
-        help=f"layers solved at once in a local process pool (1..{MAX_WORKERS}; default: the CPU count, "
-        f"{os.cpu_count() or 1} here)",
+        help=f"layers solved at once in a local process pool, capped at the CPU count ({usable_cpus()} here; "
+        "the default)",
     )
     cp.add_argument(
         "--ray",

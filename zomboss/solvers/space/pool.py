@@ -16,6 +16,8 @@ import time
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from zomboss import expr as ex
 from zomboss.expr import vector as vx
 from zomboss.knowledge import KB
@@ -355,13 +357,28 @@ def _fill(
         every, finished = SizingModel(sp, shape, c.members[0]).every_sizing(FILL_SECONDS)
         if not finished or len(every) > FILL_SIZINGS:
             continue
-        estimate = {
-            i: sp.cost("estimate", sp.from_skeleton(c.members[0], v, shape), shape) for i, v in enumerate(every)
-        }
-        order = sorted(range(len(every)), key=lambda i: (estimate[i] or 0, sorted(every[i].items())))
+        estimate = _estimates(sp, shape, c.members[0], every)
+        order = sorted(range(len(every)), key=lambda i: (estimate[i], sorted(every[i].items())))
         extra = [every[i] for i in order if every[i] not in c.sizings][: fill - held]
         c.sizings += extra
         held += len(extra)
+
+
+def _estimates(
+    sp: Space, shape: Mapping[str, int], skeleton: Mapping[str, str], sizings: list[dict[str, int]]
+) -> list[int]:
+    """The estimate of each sizing of a skeleton: in NumPy columns (`screen.Screen`), or one by
+    one where the doc's expressions have no column form (a missing estimate ranks as 0)."""
+    try:
+        screen = Screen(sp, shape)
+        sym = {
+            k.name: np.full(len(sizings), vx.sym_code(str(skeleton[k.name]).lower()), dtype=np.int64)
+            for k in sp.symbolic
+        }
+        sizes = np.array([[v[k.name] for k in screen.integer] for v in sizings], dtype=np.int64)
+        return [int(e) for e in screen.evaluate(sym, sizes.reshape(len(sizings), len(screen.integer)))]
+    except vx.Unsupported:
+        return [sp.cost("estimate", sp.from_skeleton(skeleton, v, shape), shape) or 0 for v in sizings]
 
 
 def _more(
