@@ -217,4 +217,4 @@ def test_a_replay_file_that_is_not_utf8_is_named(tmp_path, capsys):
     argv = ["solve", "plena", "rope_4x64", "--guide", "llm", "--llm-replay", str(bad), "--budget", "1"]
     assert main([*argv, "--db", str(tmp_path / "r.db")]) == 2
     err = capsys.readouterr().err
-    assert err == f"zomboss: {bad}: not UTF-8 text (invalid start byte at byte 0); expected a recording\n"
+    assert err == f"zomboss: {bad}: not UTF-8 text (invalid start byte at byte 0); expected an LLM recording\n"
