@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from zomboss.app.cli import solve_jobs
-from zomboss.results import read_best
+from zomboss.results import read_best, read_table
 from zomboss.solvers.search import SolveConfig, SolveProgress, solve
 from zomboss.target import get_target
 
@@ -35,14 +35,8 @@ PROOFS = Path(__file__).resolve().parents[1] / "benchmarks" / "exhaustive" / "re
 def read_proofs(text: str) -> dict[tuple[str, str], tuple[bool, int]]:
     """(target, workload) -> (optimal, cycles) from a report's Proofs table: the proven optimum
     of a complete exhaustive run, else its proven lower bound."""
-    lines = text.splitlines()
-    head = next(i for i, line in enumerate(lines) if line.startswith("| target | workload | complete |"))
-    cols = [c.strip() for c in lines[head].strip("|").split("|")]
     out = {}
-    for line in lines[head + 2 :]:
-        if not line.startswith("|"):
-            break
-        row = dict(zip(cols, (c.strip() for c in line.strip("|").split("|")), strict=True))
+    for row in read_table(text, "| target | workload | complete |"):
         if row["optimum"] != "-":
             out[(row["target"], row["workload"])] = (True, int(row["optimum"]))
         elif row["lower bound"] != "-":

@@ -244,22 +244,26 @@ def proofs_markdown(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
-def read_best(text: str) -> dict[tuple[str, str], int]:
-    """The `best` column of a report's per-instance table (what `markdown` writes), by
-    (target, workload): the reference a later search is held to."""
+def read_table(text: str, head: str = "| target | workload |") -> list[dict[str, str]]:
+    """The rows of a report's first table whose header line starts with `head`, as column ->
+    cell (what `markdown` writes; scripts read the committed reports back with it)."""
     lines = text.splitlines()
-    head = next((i for i, line in enumerate(lines) if line.startswith("| target | workload |")), None)
-    if head is None:
-        raise ValueError("no per-instance table (a line starting '| target | workload |')")
-    cols = [c.strip() for c in lines[head].strip("|").split("|")]
-    out = {}
-    for line in lines[head + 2 :]:
+    at = next((i for i, line in enumerate(lines) if line.startswith(head)), None)
+    if at is None:
+        raise ValueError(f"no per-instance table (a line starting {head!r})")
+    cols = [c.strip() for c in lines[at].strip("|").split("|")]
+    rows = []
+    for line in lines[at + 2 :]:
         if not line.startswith("|"):
             break
-        row = dict(zip(cols, (c.strip() for c in line.strip("|").split("|")), strict=True))
-        if row.get("best", "-") != "-":
-            out[(row["target"], row["workload"])] = int(row["best"])
-    return out
+        rows.append(dict(zip(cols, (c.strip() for c in line.strip("|").split("|")), strict=True)))
+    return rows
+
+
+def read_best(text: str) -> dict[tuple[str, str], int]:
+    """The `best` column of a report's per-instance table, by (target, workload): the reference
+    a later search is held to."""
+    return {(r["target"], r["workload"]): int(r["best"]) for r in read_table(text) if r.get("best", "-") != "-"}
 
 
 def references_markdown(rows: Sequence[Mapping[str, Any]]) -> list[str]:
