@@ -10,7 +10,6 @@ is left out of the totals, which then say they are incomplete and name it.
 
 from __future__ import annotations
 
-import io
 import sys
 import time
 from collections.abc import Mapping
@@ -20,7 +19,7 @@ from typing import Any
 
 from zomboss.networks.layers import Distinct
 from zomboss.results import speedup
-from zomboss.results.report import PLOTS_SKIPPED, publish
+from zomboss.results.report import PLOTS_SKIPPED, publish, save_figure
 
 
 @dataclass(frozen=True)
@@ -301,11 +300,6 @@ def _plot(result: NetworkResult, folder: Path, top: int = 9) -> list[Path]:
     sp = f" ({result.speedup:.3f}x)" if result.speedup else ""
     ax.set_title(f"{result.network} on {result.target}: where the time goes{sp}")
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5), title="layer (first node) x multiplicity")
-    fig.tight_layout()
-    out = []
-    for fmt in ("png", "svg"):
-        buf = io.BytesIO()
-        fig.savefig(buf, format=fmt, dpi=110)
-        out.append(publish(folder / f"time.{fmt}", buf.getvalue()))
+    out = save_figure(fig, folder, "time")
     plt.close(fig)
     return out

@@ -321,7 +321,7 @@ def plots(rows: Sequence[Mapping[str, Any]], folder: Path) -> list[Path]:
         ax.set_xlabel("suite instance")
         ax.set_ylabel("speedup over Candidate-0")
         ax.set_title(f"{target}: verified winner vs Candidate-0 (red: not verified)")
-    paths += _save(fig, folder, "speedup")
+    paths += save_figure(fig, folder, "speedup")
     plt.close(fig)
     fig, axes = plt.subplots(len(targets), 1, figsize=(12, 3.6 * len(targets)), squeeze=False)
     for ax, target in zip(axes[:, 0], targets, strict=True):
@@ -337,12 +337,12 @@ def plots(rows: Sequence[Mapping[str, Any]], folder: Path) -> list[Path]:
         ax.set_ylabel("roofline bound / cycles")
         ax.legend(fontsize=7)
         ax.set_title(f"{target}: cycles against the roofline bound (1.0: at the bound)")
-    paths += _save(fig, folder, "bound")
+    paths += save_figure(fig, folder, "bound")
     plt.close(fig)
     return paths
 
 
-def _save(fig: Any, folder: Path, name: str) -> list[Path]:
+def save_figure(fig: Any, folder: Path, name: str) -> list[Path]:
     """`name.png` and `name.svg`, each written like report.md (`publish`)."""
     fig.tight_layout()
     out = []
