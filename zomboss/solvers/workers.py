@@ -10,14 +10,16 @@ proposal pruned by a kernel found earlier in the batch) is wasted time, nothing 
 
 Workers are forked from the solving process once the target and its KB are loaded, ignore
 Ctrl-C (the solving process owns it and terminates them) and die with their parent
-(`zomboss.util.die_with_parent`). A worker that fails hands back nothing: the search runs that
-simulation itself, and so raises the error exactly as without workers.
+(`zomboss.util.die_with_parent`). A worker that fails, or dies (killed, out of memory), hands
+back nothing: the search runs that simulation itself, and so meets the error exactly as
+without workers.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.pool
+import multiprocessing.queues
 import os
 import signal
 
@@ -31,6 +33,20 @@ _Key = tuple[str, str, int]  # (mapping key, mode, seed)
 # What a forked worker simulates: set by `Workers` just before it forks them (one solve at a
 # time in a process; the workers inherit it, nothing is pickled but mappings and evaluations)
 _JOB: tuple[Target, Workload, Params] | None = None
+# where a worker says which simulation it has started, and in which process: a worker that dies
+# (killed, out of memory) never hands its result back, so `take` must see that it is gone
+_STARTED: multiprocessing.queues.SimpleQueue | None = None
+
+
+WORKER_CHECK_S = 0.5  # how often `take` looks whether the worker it waits for is still alive
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def _start(parent: int) -> None:
@@ -41,8 +57,9 @@ def _start(parent: int) -> None:
 
 
 def _simulate(m: KnobMapping, mode: str, seed: int) -> Evaluation | None:
-    assert _JOB is not None
+    assert _JOB is not None and _STARTED is not None
     t, wl, params = _JOB
+    _STARTED.put(((m.key(), mode, seed), os.getpid()))
     try:
         return t.evaluate(t.instance(wl, params, seed), m, Mode(mode))
     except Exception:  # noqa: BLE001 - handed back as "none": the search reruns it and raises it itself
@@ -55,12 +72,14 @@ class Workers:
     None, so the search simulates everything itself."""
 
     def __init__(self, t: Target, wl: Workload, params: Params, jobs: int) -> None:
-        global _JOB
+        global _JOB, _STARTED
         self.pending: dict[_Key, multiprocessing.pool.AsyncResult[Evaluation | None]] = {}
+        self.running: dict[_Key, int] = {}  # the process each started simulation runs in
         self.pool: multiprocessing.pool.Pool | None = None
         if jobs > 1 and "fork" in multiprocessing.get_all_start_methods():
-            _JOB = (t, wl, dict(params))
-            self.pool = multiprocessing.get_context("fork").Pool(jobs, initializer=_start, initargs=(os.getpid(),))
+            ctx = multiprocessing.get_context("fork")
+            _JOB, _STARTED = (t, wl, dict(params)), ctx.SimpleQueue()
+            self.pool = ctx.Pool(jobs, initializer=_start, initargs=(os.getpid(),))
 
     def submit(self, m: KnobMapping, mode: Mode, seed: int) -> None:
         """Start simulating `m` (if no worker already is)."""
@@ -71,8 +90,19 @@ class Workers:
     def take(self, m: KnobMapping, mode: Mode, seed: int) -> Evaluation | None:
         """The submitted simulation's evaluation (waiting for it), or None when none was
         submitted or its worker failed."""
-        job = self.pending.pop((m.key(), mode.value, seed), None)
-        return None if job is None else job.get()
+        key = (m.key(), mode.value, seed)
+        job = self.pending.pop(key, None)
+        if job is None:
+            return None
+        while not job.ready():
+            job.wait(WORKER_CHECK_S)
+            while _STARTED is not None and not _STARTED.empty():
+                started, pid = _STARTED.get()
+                self.running[started] = pid
+            pid = self.running.get(key)
+            if pid is not None and not job.ready() and not _alive(pid):
+                return None  # its worker died: the search runs it itself (and meets the same end)
+        return job.get()
 
     def finished(self) -> list[Evaluation]:
         """The simulations that ended but were never taken (each handed over once): what the
