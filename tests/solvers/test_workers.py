@@ -94,35 +94,6 @@ def test_simulations_never_taken_are_handed_over_once_for_the_store():
         w.close()
 
 
-@dataclass(frozen=True)
-class _DiesInAWorker:
-    """A target whose simulation kills the worker running it (as the kernel's out-of-memory
-    killer would), and succeeds in the solving process."""
-
-    parent: int
-    name: str = "dies"
-
-    def instance(self, wl, params, seed):  # noqa: ANN001, ANN201
-        return seed
-
-    def evaluate(self, inst, m, mode):  # noqa: ANN001, ANN201
-        if os.getpid() != self.parent:
-            os.kill(os.getpid(), signal.SIGKILL)
-        return Evaluation("dies", "w", m, mode, 7, None, {}, 1, 0.0, inst)
-
-
-def test_a_worker_killed_mid_simulation_is_noticed_instead_of_waited_for():
-    m = KnobMapping("matmul", (("tile", 4),))
-    w = Workers(_DiesInAWorker(os.getpid()), None, {}, 2)  # type: ignore[arg-type]
-    try:
-        w.submit(m, Mode.TIMING, 0)
-        t0 = time.monotonic()
-        assert w.take(m, Mode.TIMING, 0) is None  # the search then runs it itself
-        assert time.monotonic() - t0 < 20
-    finally:
-        w.close()
-
-
 def test_without_workers_nothing_is_run_ahead():
     m = KnobMapping("matmul", (("tile", 4),))
     w = Workers(_Fails(), None, {}, 1)  # type: ignore[arg-type]
