@@ -329,7 +329,9 @@ class Space:
         flat = self.flat(m, shape)
         if self._legal(kb, flat):
             return []
-        return mapping_violations(kb, self.op, flat)
+        ms = kb.mapping_space(self.op)  # the constraints this Space compiled (its cache is keyed by their ids)
+        same = ms is not None and ms.constraints is self.constraints and kb.params == self.params
+        return mapping_violations(kb, self.op, flat, compiled=self._compiled if same else None)
 
     def _legal(self, kb: KB, flat: Mapping[str, int | str]) -> bool:
         """A fast test that `mapping_violations` finds nothing (same env, same checks, with the
@@ -416,11 +418,17 @@ def iter_knob_edits(sp: Space, m: KnobMapping, shape: Shape) -> Iterator[tuple[s
 
 
 def mapping_violations(
-    kb: KB, op: str, values: Mapping[str, int | str], params: Mapping[str, int] | None = None
+    kb: KB,
+    op: str,
+    values: Mapping[str, int | str],
+    params: Mapping[str, int] | None = None,
+    compiled: Callable[[ex.Expr, Mapping[str, object]], Callable[[Mapping[str, object]], object]] | None = None,
 ) -> list[Violation]:
     """The doc's constraints (and integer knob ranges) that a mapping breaks, evaluated in
     Python. `values` holds knob values and workload keys (symbolic knobs as their names);
-    `params` defaults to the KB's parameters (a target may evaluate other sizes)."""
+    `params` defaults to the KB's parameters (a target may evaluate other sizes). `compiled`
+    (a Space's cache of compiled expressions) saves compiling each constraint again: a guide
+    checks hundreds of illegal neighbours."""
     space = kb.mapping_space(op)
     if space is None:
         raise ZombossError(f"{kb.target} has no mapping space for op {op!r}")
@@ -466,7 +474,10 @@ def mapping_violations(
     if any(v.rule.endswith(".missing") for v in out):
         return out
     for c in space.constraints:
-        f = ex.compile_python(c.expr, lambda n: n in env, lambda n: n.lower() in kb.symbols)
+        if compiled is not None:
+            f = compiled(c.expr, env)
+        else:
+            f = ex.compile_python(c.expr, lambda n: n in env, lambda n: n.lower() in kb.symbols)
         try:
             ok = f(env)
         except ex.EVAL_ERRORS:  # undefined: the constraint is violated (as on the ASP side)

@@ -224,3 +224,63 @@ def test_an_effect_beyond_the_values_an_instruction_may_compute_is_refused_at_on
     with pytest.raises(EffectError, match=f"more than the {MAX_VALUES:,} one instruction may"):
         apply(Memories(kb), kb.instrs["gemm"].effects[0], {"c": (1 << 24) // 4, **kb.params})
     assert time.perf_counter() - t0 < 10
+
+
+def _mac_doc(dt: str) -> str:
+    return f"""
+```isa
+param n = 64
+memory acc {{ rows: n, width: 16, type: int32 }}
+memory inp {{ rows: n, width: 16, type: {dt} }}
+memory wgt {{ rows: 4, width: 256, type: {dt} }}
+view acc_t {{ of: acc, rows: 1, cols: 16 }}
+view inp_t {{ of: inp, rows: 1, cols: 16 }}
+view wgt_t {{ of: wgt, rows: 16, cols: 16 }}
+instr gemm_t(c: int 0..4096)
+  unit u
+  effect over i < c, j < 4 {{ acc_t[i % n] = mac(acc_t[i % n], inp_t[(i + j) % n], wgt_t[j], bt = 1) }}
+instr gemm(c: int 0..4096)
+  unit u
+  effect over i < c, j < 4 {{ acc_t[i % n] = mac(acc_t[i % n], inp_t[(3 * i + j) % n], wgt_t[(i + j) % 4]) }}
+```
+"""
+
+
+@pytest.mark.parametrize("dt", ["int8", "int16", "int32"])  # float32, float64 and int64 sums
+@pytest.mark.parametrize("instr", ["gemm_t", "gemm"])
+@pytest.mark.parametrize("c", [64, 640, 200])  # every target 4, 40 times; 200: targets 3 or 4 times (irregular)
+def test_an_accumulating_mac_summed_per_target_equals_one_product_per_point(monkeypatch, dt, instr, c):
+    """The fast form of `dst = mac(dst, x, y)` (points sorted by target, products summed in a
+    batched matmul) against the general one (a product per point, scatter-added), with values
+    that wrap the int32 accumulator, and against NumPy."""
+    from zomboss.machine import effects
+
+    kb = compile_doc(parse_doc(_mac_doc(dt), "g.md"), "g", {})
+    info = np.iinfo(dt)
+    got, took = [], []
+    real = effects._accumulate_mac
+
+    def fast_form(*a):
+        took.append(real(*a))
+        return took[-1]
+
+    for fast in (True, False):
+        monkeypatch.setattr(effects, "_accumulate_mac", fast_form if fast else lambda *a: False)
+        mem = Memories(kb)
+        r = np.random.default_rng(c)
+        for name in ("inp", "wgt"):
+            mem.arrays[name][:] = r.integers(info.min, info.max, mem.arrays[name].shape, dtype=dt, endpoint=True)
+        mem.arrays["acc"][:] = r.integers(-(2**31), 2**31 - 1, mem.arrays["acc"].shape, dtype=np.int32)
+        start = mem.arrays["acc"].copy()
+        apply(mem, kb.instrs[instr].effects[0], {"c": c, **kb.params})
+        got.append(mem.arrays["acc"].copy())
+    assert np.array_equal(got[0], got[1])
+    inp = mem.arrays["inp"].astype(np.int64)
+    wgt = mem.arrays["wgt"].astype(np.int64).reshape(4, 16, 16)
+    want = start.astype(np.int64)
+    for i in range(c):
+        for j in range(4):
+            x = inp[(i + j) % 64] if instr == "gemm_t" else inp[(3 * i + j) % 64]
+            want[i % 64] += wgt[j] @ x if instr == "gemm_t" else x @ wgt[(i + j) % 4]
+    assert np.array_equal(got[0], want.astype(np.int32))
+    assert took == [c != 200]  # the fast form where every target has as many points, else the general one

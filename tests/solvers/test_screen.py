@@ -63,3 +63,38 @@ def test_every_class_is_offered_a_legal_sizing_no_worse_than_its_groups_seed(odd
     # two sized here), the others none, so the space has no proven bound yet
     assert not fixed_bound(sp) and pool.lowest_bound() is None
     assert sum(c.bound is not None for c in feasible) >= 1
+
+
+@pytest.fixture(scope="module")
+def vta_conv():
+    t = get_target("vta")
+    wl = t.workload("r18_c4")
+    kb = t.kb({})
+    return kb, space(kb, wl.op), wl, t.reference_mappings(wl, {})["library"]
+
+
+def test_enumerating_sizings_stops_at_a_count_not_a_clock(vta_conv):
+    kb, sp, wl, _ = vta_conv
+    sk = next(iter(skeletons(kb, sp.op, wl.shape))).as_dict()
+    every, finished = SizingModel(sp, wl.shape, sk).every_sizing(60.0)
+    assert finished and len(every) > 20
+    some, finished = SizingModel(sp, wl.shape, sk).every_sizing(60.0, limit=20)
+    assert not finished and len(some) == 20
+    assert all(s in every for s in some)
+
+
+def test_a_filled_pool_is_the_same_whatever_the_machines_speed(vta_conv, monkeypatch, capsys):
+    """The fill enumerates a class's sizings up to a count: the pool a guided solve proposes from
+    is the same under load (a profiler, a busy CI machine) as on an idle machine; only when the
+    wall-clock safety net fires is the pool left unfilled, and that is said."""
+    kb, sp, wl, c0 = vta_conv
+    pool = build_pool(kb, wl.op, wl.shape, near=c0, fill=32)
+    want = [c.mapping.key() for c in pool.candidates()]
+    assert len(want) >= 32 and not pool.notes
+    import zomboss.solvers.space.pool as pool_module
+
+    monkeypatch.setattr(pool_module, "FILL_SECONDS", 1e-6)
+    starved = build_pool(kb, wl.op, wl.shape, near=c0, fill=32)
+    assert len(starved.candidates()) < 32
+    assert starved.notes and "not filled" in starved.notes[0]
+    assert "not filled" in capsys.readouterr().err

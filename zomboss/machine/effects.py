@@ -600,7 +600,8 @@ def _assign(mem: Memories, a: dm.Assign, cols: Mapping[str, Any], total: int) ->
         and np.array_equal(refs[0][1], tidx)
         and len(same) == 1
     ):
-        _accumulate(mem, a, tv, tidx, compute, chunks)
+        if not (order == ["ref"] * 3 and set(opts) <= {"bt"} and _accumulate_mac(mem, a, tv, tidx, refs, opts)):
+            _accumulate(mem, a, tv, tidx, compute, chunks)
         return
     if _partial_overlap(mem, tv, tidx) or any(_reads_written(mem, v, idx, tv, tidx) for v, idx in same):
         for r in range(n):  # reads what other points write: one point at a time, in order
@@ -655,6 +656,53 @@ def _occurrence(idx: np.ndarray) -> np.ndarray:
     occ = np.empty_like(idx)
     occ[order] = np.arange(len(s)) - run
     return occ
+
+
+EXACT_F32, EXACT_F64 = 1 << 24, 1 << 53  # integer sums below these are exact in float32 / float64
+
+
+def _accumulate_mac(
+    mem: Memories,
+    a: dm.Assign,
+    tv: View,
+    tidx: np.ndarray,
+    refs: list[tuple[View, np.ndarray]],
+    opts: Mapping[str, Any],
+) -> bool:
+    """dst = mac(dst, x, y) at every point, as `_accumulate` computes it, when every target row
+    has the same number of points c (a regular loop nest, as every lowering emits): the points
+    sorted by target, their products (BLAS in float when every partial sum is provably an exact
+    integer there, int64 otherwise) summed c at a time, instead of a scatter-add per point.
+    False (nothing done) where that form does not apply."""
+    (xv, xi), (yv, yi) = refs[1], refs[2]
+    bt = int(opts.get("bt", 0))
+    uniq, inv = np.unique(tidx, return_inverse=True)
+    per = np.bincount(inv)
+    c = int(per[0])
+    r, k = xv.rows, xv.cols
+    o = yv.rows if bt else yv.cols
+    if not (per == c).all() or (yv.cols if bt else yv.rows) != k or r * o != tv.rows * tv.cols:
+        return False
+    bounds = []
+    for v in (xv, yv):
+        if not np.issubdtype(np.dtype(v.dtype), np.integer) or nf.FORMATS.get(v.fmt) is not None:
+            return False
+        info = np.iinfo(v.dtype)
+        bounds.append(max(abs(int(info.min)), int(info.max)))
+    most = bounds[0] * bounds[1] * c * k
+    kind = np.float32 if most < EXACT_F32 else np.float64 if most < EXACT_F64 else np.int64
+    order = np.argsort(inv, kind="stable")
+    cur = mem.gather(tv, uniq, a).astype(np.int64).reshape(len(uniq), -1)
+    step = max(1, CHUNK_VALUES // max(1, c * (r * k + k * o + r * o)))  # targets per chunk: bounded memory
+    for lo in range(0, len(uniq), step):
+        pts = order[lo * c : (lo + step) * c]
+        u = len(pts) // c
+        x = mem.gather(xv, xi[pts], a).astype(kind, copy=False)
+        y = mem.gather(yv, yi[pts], a).astype(kind, copy=False)
+        prod = np.matmul(x, y.transpose(0, 2, 1) if bt else y).reshape(u, c, r * o).sum(axis=1)
+        cur[lo : lo + u] += (prod if kind is np.int64 else np.rint(prod)).astype(np.int64)
+    mem.scatter(tv, uniq, cur, a)
+    return True
 
 
 def _accumulate(

@@ -7,9 +7,13 @@ from __future__ import annotations
 from zomboss.mapping import KnobMapping
 from zomboss.solvers.guides.base import Proposal, SearchState, refinements
 from zomboss.solvers.space import Candidate, SizingModel, distance
+from zomboss.util import warn_once
 
 STALE_AFTER = 3  # edits of a kernel, none faster, before the climb restarts elsewhere
-LINE_SECONDS = 0.5  # CP-SAT's wall seconds to enumerate one integer knob's legal values
+# CP-SAT's wall seconds to enumerate one integer knob's legal values (a few hundred at most): only
+# a safety net, said when it fires, since proposals that depended on the machine's speed would
+# make two runs of one solve differ
+LINE_SECONDS = 30.0
 
 
 class CostGuide:
@@ -30,6 +34,12 @@ class CostGuide:
         self._turn = 0
         self._tries: dict[str, int] = {}  # refinements proposed from each kernel
         self._lines: dict[str, list[KnobMapping]] = {}  # each best kernel's line edits not yet proposed
+        self._notes: list[str] = []
+
+    @property
+    def note(self) -> str:
+        """What the guide could not do (the result's `guide_note`)."""
+        return "; ".join(self._notes)
 
     def propose(self, state: SearchState, n: int) -> list[Proposal]:
         out: list[Proposal] = []
@@ -84,7 +94,7 @@ class CostGuide:
         value), best estimate first, among those the sound bound does not rule out."""
         best = state.best().mapping
         if best.key() not in self._lines:
-            self._lines[best.key()] = line_edits(state, best)
+            self._lines[best.key()] = line_edits(state, best, self._notes)
         queue = self._lines[best.key()]
         while queue:
             m = queue.pop(0)
@@ -119,9 +129,10 @@ class CostGuide:
         return None
 
 
-def line_edits(state: SearchState, base: KnobMapping) -> list[KnobMapping]:
+def line_edits(state: SearchState, base: KnobMapping, notes: list[str] | None = None) -> list[KnobMapping]:
     """Every legal mapping that differs from `base` in one integer knob (CP-SAT enumerates each
-    knob's values with the others fixed), best estimate first."""
+    knob's values with the others fixed), best estimate first. A knob whose values CP-SAT did
+    not enumerate in LINE_SECONDS is said on stderr and in `notes`."""
     sp, shape = state.space, state.shape
     skeleton = dict(sp.skeleton(base))
     values = base.as_dict()
@@ -133,7 +144,15 @@ def line_edits(state: SearchState, base: KnobMapping) -> list[KnobMapping]:
         for name, var in model.vars.items():
             if name != knob.name:
                 model.model.add(var == int(values[name]))
-        sizings, _ = model.every_sizing(LINE_SECONDS)
+        sizings, finished = model.every_sizing(LINE_SECONDS)
+        if not finished:
+            said = (
+                f"{sp.op}: CP-SAT did not enumerate {knob.name}'s legal values in {LINE_SECONDS:.0f} s; "
+                f"the search tries the {len(sizings)} found"
+            )
+            warn_once(f"line:{sp.op}:{knob.name}", said)
+            if notes is not None:
+                notes.append(said)
         for sizes in sizings:
             if sizes[knob.name] != values[knob.name]:
                 m = sp.from_skeleton(skeleton, sizes, shape)

@@ -25,7 +25,7 @@ from zomboss.mapping import KnobMapping, Space, iter_knob_edits, space
 from zomboss.solvers.space.enumerate import skeletons
 from zomboss.solvers.space.screen import Descent, Screen
 from zomboss.solvers.space.sizing import Sizing, SizingModel, relevant_symbolic
-from zomboss.util import Lru
+from zomboss.util import Lru, warn_once
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,7 @@ class Pool:
     skeleton_count: int
     seconds: dict[str, float]
     near: KnobMapping | None = None
+    notes: list[str] = field(default_factory=list)  # what the pool could not do (said on stderr too)
 
     def candidates(self) -> list[Candidate]:
         """Every class's best sizings on its representative, best estimate first."""
@@ -205,13 +206,13 @@ def build_pool(
             low = model.solve(bnd.expr, time_limit)
             c.bound = None if low is None else low.bound
         spent += model.work
-    _fill(sp, shape, sorted(classes.values(), key=by_estimate), fill, deadline)
+    notes = _fill(sp, shape, sorted(classes.values(), key=by_estimate), fill, deadline)
     for c in classes.values():
         if c.feasible:
             ms = [mapping_of(c, v) for v in c.sizings]
             c.offered = [Candidate(m, sp.cost("estimate", m, shape), sp.cost("bound", m, shape), "cpsat") for m in ms]
     t2 = time.perf_counter()
-    return Pool(sp, dict(shape), list(classes.values()), len(sks), {"enumerate": t1 - t0, "size": t2 - t1}, near)
+    return Pool(sp, dict(shape), list(classes.values()), len(sks), {"enumerate": t1 - t0, "size": t2 - t1}, near, notes)
 
 
 _Group = tuple[tuple[str, str], ...]
@@ -332,8 +333,10 @@ def _dedup(sizings: list[dict[str, int]]) -> list[dict[str, int]]:
     return out
 
 
-FILL_SECONDS = 1.0  # wall seconds to enumerate one class's sizings for `fill`
 FILL_SIZINGS = 20_000  # a class with more legal sizings than this is not ranked whole
+# wall seconds to enumerate one class's sizings for `fill`: only a safety net, said when it
+# fires, since a pool that depended on the machine's speed would differ between two runs
+FILL_SECONDS = 30.0
 
 
 def _fill(
@@ -342,26 +345,36 @@ def _fill(
     ranked: list[CostClass],
     fill: int,
     deadline: float | None,
-) -> None:
+) -> list[str]:
     """Give the best-ranked classes further sizings until the pool holds `fill` (see
     `build_pool`): each class's legal sizings are enumerated (a small space has a few hundred)
     and ranked by the estimate, so the next ones offered are exactly the estimate's next best. A
-    class CP-SAT cannot enumerate in FILL_SECONDS, or with more than FILL_SIZINGS sizings,
-    keeps the sizing it has (a pool that large does not need filling)."""
+    class with more than FILL_SIZINGS sizings keeps the sizing it has (a pool that large does not
+    need filling); so does one CP-SAT cannot enumerate in FILL_SECONDS, which is noted (returned,
+    and said on stderr)."""
     held = sum(len(c.sizings) for c in ranked if c.feasible)
+    notes: list[str] = []
     for c in ranked:
         if held >= fill or _past(deadline):
-            return
+            break
         if not c.feasible or not c.sizings:
             continue
-        every, finished = SizingModel(sp, shape, c.members[0]).every_sizing(FILL_SECONDS)
-        if not finished or len(every) > FILL_SIZINGS:
+        every, finished = SizingModel(sp, shape, c.members[0]).every_sizing(FILL_SECONDS, FILL_SIZINGS + 1)
+        if len(every) > FILL_SIZINGS:
+            continue
+        if not finished:
+            notes.append(
+                f"{sp.op}: CP-SAT did not enumerate a class's sizings in {FILL_SECONDS:.0f} s ({len(every)} so far); "
+                "the pool is not filled from it, so this run may propose other kernels than one on a less loaded machine"
+            )
+            warn_once(f"fill:{sp.op}", notes[-1])
             continue
         estimate = _estimates(sp, shape, c.members[0], every)
         order = sorted(range(len(every)), key=lambda i: (estimate[i], sorted(every[i].items())))
         extra = [every[i] for i in order if every[i] not in c.sizings][: fill - held]
         c.sizings += extra
         held += len(extra)
+    return notes
 
 
 def _estimates(
