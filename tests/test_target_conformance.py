@@ -10,7 +10,7 @@ import pytest
 
 from zomboss.errors import ZombossError
 from zomboss.mapping import IllegalMapping, iter_knob_edits, space
-from zomboss.target import BREAKDOWN_KEYS, Mode, doc_path, get_target, target_names
+from zomboss.target import BREAKDOWN_KEYS, Mode, doc_path, get_target, sidecar_path, target_names
 from zomboss.verify import default_result
 
 TARGETS = target_names()
@@ -110,6 +110,22 @@ def test_export_of_a_reference_mapping(case, tmp_path):
     m = list(t.reference_mappings(wl, {}).values())[-1]
     out = t.export(wl, tmp_path / "kernel.c", {}, m)
     assert out.exists() and out.stat().st_size > 0
+
+
+def test_an_exported_kernel_reads_back_as_its_program_and_verifies(case, tmp_path):
+    """`export` then `read_program` gives the lowered program, and `simulate` on the exported
+    file verifies it with the cycles the search measured (a file a target writes, its own reader
+    must take)."""
+    t, wl, inst = case
+    m = list(t.reference_mappings(wl, {}).values())[-1]
+    out = t.export(wl, tmp_path / "kernel.c", {}, m)
+    program = next(p for p in sorted(tmp_path.iterdir()) if sidecar_path(p).exists())
+    assert program.parent == out.parent
+    back, want = t.read_program(program, {}), t.lower(inst, m)
+    assert [(i.op, tuple(i.args)) for i in back.instrs] == [(i.op, tuple(i.args)) for i in want.instrs]
+    res = t.simulate_file(program, {})
+    assert res.verified is True
+    assert res.cycles == t.evaluate(inst, m, Mode.VERIFIED).cycles
 
 
 def test_default_result_has_the_design_fields(case):

@@ -176,6 +176,11 @@ class Instr:
     effects: tuple[Effect, ...] = ()
     macro: str = ""  # a macro instruction expanded in Python (named hook); its effects are the expansion's
     family: str = ""  # the family template it was written as (`mvin{k}`), "" for a plain instruction
+    issue: Expr | None = None  # cycles before its unit takes the next instruction (None: its latency)
+
+
+UNIT_CLASSES = ("compute", "memory", "control")  # an engine's `class`: where the breakdown counts its time
+ENGINE_FIELDS = ("queue", "inflight", "class")
 
 
 @dataclass(frozen=True)
@@ -186,7 +191,11 @@ class Decl:
                                                     an element of R*C values of T) seen as R x C
     tensor S { rows: R, cols: C, type: T }          tensor-typed machine state (one R x C value)
     queue Q { from: U, to: U, depth: D }            a dependency-token FIFO between two units
-    engine U { queue: D }                           an in-order unit with a D-deep command queue
+    engine U { queue: D, inflight: N, class: C }    an in-order unit with a D-deep command queue, at
+                                                    most N instructions in flight (pipelined by
+                                                    `issue`), of class compute, memory or control
+    interlock M, R                                  a memory or register file whose accesses the
+                                                    hardware orders (one Decl per name, no fields)
     """
 
     kind: str

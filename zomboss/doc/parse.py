@@ -329,7 +329,7 @@ class _Builder:
             return str(fenv[n]).lower() if n in fenv else n
 
         operands: list[dm.Operand] = []
-        unit, latency, macro = "", None, ""
+        unit, latency, issue, macro = "", None, None, ""
         uses: list[dm.Uses] = []
         lets: list[tuple[str, ex.Expr]] = []
         reads: list[dm.Access] = []
@@ -367,6 +367,8 @@ class _Builder:
                         sets.append(dm.Setter(str(sc[0]), None, str(sc[1]), E(sc[2])))
             elif k == "c_latency":
                 latency = E(xc[0])
+            elif k == "c_issue":
+                issue = E(xc[0])
             elif k in ("c_pops", "c_pushes"):
                 tok = dm.TokenOp(N(xc[0]), E(xc[1].children[0]) if len(xc) > 1 else None)
                 (pops if k == "c_pops" else pushes).append(tok)
@@ -392,6 +394,7 @@ class _Builder:
                 tuple(effects),
                 macro,
                 family,
+                issue,
             )
         )
 
@@ -445,6 +448,10 @@ class _Builder:
 
     def s_unitdecl(self, t: Tree) -> None:
         self._decl(t, "engine")
+
+    def s_interlock(self, t: Tree) -> None:
+        for name in t.children:
+            self.doc.decls.append(dm.Decl("interlock", str(name), {}, self.loc(t)))
 
     @staticmethod
     def _dotted(t: Tree) -> str:

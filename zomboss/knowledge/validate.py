@@ -110,8 +110,9 @@ def _check_exprs(kb: KB) -> None:
             check(_lets_inlined(ins, st.index) if st.index else None, ins.loc, f"{ins.name} sets {st.state}", sym)
         for u in ins.uses:
             check(_lets_inlined(ins, u.index) if u.index else None, ins.loc, f"{ins.name} uses {u.state}", sym)
-        if ins.latency is not None:
-            check(_lets_inlined(ins, ins.latency), ins.loc, f"{ins.name} latency", sym)
+        for what, timed in (("latency", ins.latency), ("issue", ins.issue)):
+            if timed is not None:
+                check(_lets_inlined(ins, timed), ins.loc, f"{ins.name} {what}", sym)
     for rule in kb.rules:
         if not rule.patterns:
             check(rule.expr, rule.loc, f"rule {rule.id}", lambda r: False)
@@ -235,7 +236,40 @@ def validate(kb: KB, overrides: Mapping[str, int] | None = None) -> None:
             for r in ex.refs(cost.expr):
                 if r.name not in names and r.name.lower() not in kb.symbols:
                     raise DocError(f"{cost.loc}: cost {cost.name} uses unknown name {r.name!r}")
+    _validate_engines(kb)
+    _validate_interlocks(kb)
     _check_exprs(kb)
+
+
+def _validate_interlocks(kb: KB) -> None:
+    """`interlock NAME, ...` names memories and register files, each once."""
+    seen: set[str] = set()
+    for d in kb.doc.decls:
+        if d.kind != "interlock":
+            continue
+        if d.name not in kb.memories and d.name not in kb.regfiles:
+            raise DocError(f"{d.loc}: interlock {d.name}: no memory or register file of that name")
+        if d.name in seen:
+            raise DocError(f"{d.loc}: interlock {d.name}: given twice")
+        seen.add(d.name)
+
+
+def _validate_engines(kb: KB) -> None:
+    """`engine U { queue: D, inflight: N, class: C }`: known fields, positive sizes, a known class
+    (a misspelt field would otherwise be ignored, and the unit timed as if it were not there)."""
+    for d in kb.doc.decls:
+        if d.kind != "engine":
+            continue
+        for k, e in d.fields.items():
+            if k not in dm.ENGINE_FIELDS:
+                raise DocError(f"{d.loc}: engine {d.name}: unknown field {k!r} (fields: {', '.join(dm.ENGINE_FIELDS)})")
+            if k == "class":
+                if not isinstance(e, (ex.Ref, ex.Sym)) or e.name.lower() not in dm.UNIT_CLASSES:
+                    raise DocError(
+                        f"{d.loc}: engine {d.name}: class {ex.show(e)} is not one of {', '.join(dm.UNIT_CLASSES)}"
+                    )
+            elif number(e, kb.params, d.loc, f"engine {d.name} {k}") < 1:
+                raise DocError(f"{d.loc}: engine {d.name}: {k} must be at least 1")
 
 
 def _validate_knobs(kb: KB, ms: dm.MappingSpace, keys: set[str]) -> None:

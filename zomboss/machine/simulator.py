@@ -6,7 +6,7 @@
   VERIFIED modes);
 * the data: each instruction's `effect` clauses interpreted on NumPy arrays
   (`zomboss.effects`, VERIFIED mode);
-* the time: `generic_timing.schedule` over the instructions' units, doc latencies and
+* the time: `timing.schedule` over the instructions' units, doc latencies, issue intervals and
   dependency tokens (`pops`/`pushes`), always.
 
 A doc instruction declared `macro "end_of_stream"` is appended after the last instruction
@@ -47,7 +47,7 @@ from zomboss.errors import IllegalProgram, ZombossError
 from zomboss.knowledge import KB, Violation, scope_names
 from zomboss.legality import Checker
 from zomboss.machine import effects as fx
-from zomboss.machine.timing import Op, Schedule, schedule
+from zomboss.machine.timing import Op, Schedule, Span, schedule
 from zomboss.program import Instr
 from zomboss.util import MAX_INSTRUCTIONS, LimitError
 
@@ -66,16 +66,40 @@ class _Plan:
     lets: list[tuple[str, Fn]]
     sets: list[tuple[str, Fn | None, str, Fn]]
     latency: Fn | None
+    issue: Fn | None
     pops: list[tuple[str, Fn | None]]
     pushes: list[tuple[str, Fn | None]]
     memory: bool  # its effects touch an external memory (the breakdown's "memory" class)
     regs: list[tuple[int, str, str]]  # (operand index, regfile, env name of its value)
     reg_effects: list[dm.Effect]  # effects on registers alone: run in every mode
     counter: int  # loop macros: the operand index of the counter register (-1: none)
+    # footprints on interlocked memories, (memory, lo, hi, when, writes), and interlocked
+    # register operands, (operand index, regfile, reads, writes): the timing model's scoreboard
+    footprints: list[tuple[str, Fn, Fn, Fn | None, bool]] = field(default_factory=list)
+    registers: list[tuple[int, str, bool, bool]] = field(default_factory=list)
+
+
+def _register_use(ins: dm.Instr, name: str, rf: str) -> tuple[bool, bool]:
+    """Whether an instruction reads and writes its register operand `name` of file `rf`: written
+    when an effect assigns `rf[name]`; read when an effect reads `rf[name]`, an expression reads
+    `name.val`, or it is not written (an operand nothing writes is there to be read)."""
+
+    def at(view: str, e: ex.Expr) -> bool:
+        return view == rf and isinstance(e, ex.Ref) and e.name == name
+
+    assigns = [a for e in ins.effects for a in e.assigns]
+    writes = any(at(a.target, a.index) for a in assigns)
+    reads = any(at(x.name, x.expr) for a in assigns for x in a.args if x.kind == "ref")
+    reads |= any(at(view, e) for eff in ins.effects for _, view, e in eff.reads)
+    exprs = [e for _, e in ins.lets] + [e for e in (ins.latency, ins.issue) if e is not None]
+    exprs += [e for eff in ins.effects for _, e in eff.lets] + [x.expr for a in assigns for x in a.args]
+    reads |= any(r.name == f"{name}.val" for e in exprs for r in ex.refs(e))
+    return reads or not writes, writes
 
 
 def _plans(kb: KB) -> dict[str, _Plan]:
     views = fx.views(kb)
+    interlocked = {d.name for d in kb.doc.decls if d.kind == "interlock"}
     out = {}
     for ins in kb.instrs.values():
         names = scope_names(kb, ins) | set(kb.params)
@@ -112,12 +136,25 @@ def _plans(kb: KB) -> dict[str, _Plan]:
             [(n, comp(e)) for n, e in ins.lets],
             [(s.state, comp(s.index), s.field, comp(s.value)) for s in ins.sets],
             comp(ins.latency),
+            comp(ins.issue),
             [(t.queue, comp(t.when)) for t in ins.pops],
             [(t.queue, comp(t.when)) for t in ins.pushes],
             memory,
             regs,
             [e for e in ins.effects if on_regs(e)],
             regs[0][0] if regs and ins.macro in (LOOP_START, LOOP_END) else -1,
+            [
+                (a.memory, comp(a.lo), comp(a.hi), comp(a.when), w)
+                for w, accesses in ((False, ins.reads), (True, ins.writes))
+                for a in accesses
+                if a.memory in interlocked
+            ],
+            [
+                (i, rf, *_register_use(ins, o.name, rf))
+                for i, rf, _ in regs
+                if rf in interlocked
+                for o in [ins.operands[i]]
+            ],
         )
     return out
 
@@ -254,7 +291,9 @@ class GenericSim:
                 lat = int(plan.latency(env)) if plan.latency is not None else 1
                 pops = tuple(q for q, w in plan.pops if w is None or w(env))
                 pushes = tuple(q for q, w in plan.pushes if w is None or w(env))
-                ops.append(Op(plan.ins.unit, max(lat, 0), pops, pushes, plan.memory, instr.line))
+                issue = max(int(plan.issue(env)), 0) if plan.issue is not None else None
+                reads, writes = self._footprints(plan, instr, env) if plan.footprints or plan.registers else ((), ())
+                ops.append(Op(plan.ins.unit, max(lat, 0), pops, pushes, plan.memory, instr.line, issue, reads, writes))
             counts[instr.op] = counts.get(instr.op, 0) + 1
             for st, idx, fld, val in plan.sets:
                 rec = state[st][idx(env)] if idx is not None else state[st]
@@ -301,6 +340,22 @@ class GenericSim:
             return loops[k][0]
         del loops[k]
         return None
+
+    @staticmethod
+    def _footprints(plan: _Plan, instr: Instr, env: Mapping[str, Any]) -> tuple[tuple[Span, ...], tuple[Span, ...]]:
+        """What the instruction reads and writes of interlocked memories and registers."""
+        reads: list[Span] = []
+        writes: list[Span] = []
+        for mem, lo, hi, when, w in plan.footprints:
+            if when is None or when(env):
+                (writes if w else reads).append((mem, int(lo(env)), int(hi(env))))
+        for i, rf, r, w in plan.registers:
+            at = int(instr.args[i])
+            if r:
+                reads.append((rf, at, at + 1))
+            if w:
+                writes.append((rf, at, at + 1))
+        return tuple(reads), tuple(writes)
 
     def _regvals(self, plan: _Plan, instr: Instr, regs: fx.Memories) -> dict[int, int]:
         """The register operands' contents before the instruction (a float format's bit

@@ -1,22 +1,39 @@
-"""The generic timing model: in-order units with doc latencies, command queues, token FIFOs.
+"""The generic timing model: in-order units with doc latencies, issue intervals, command
+queues, instructions in flight and token FIFOs.
 
-The doc declares the machine's units (`engine U { queue: D }`: an in-order unit fed by a
-D-deep command queue) and its dependency-token FIFOs (`queue Q { from: U, to: U, depth: D }`);
-each instruction names its unit, its latency expression and the tokens it pops (before it
-starts) and pushes (after it completes). A fetch stage dispatches one instruction per cycle
-in program order and stalls while the target unit's command queue is full.
+The doc declares the machine's units (`engine U { queue: D, inflight: N, class: C }`: an
+in-order unit fed by a D-deep command queue, with at most N instructions in flight, of class
+compute, memory or control) and its dependency-token FIFOs (`queue Q { from: U, to: U, depth:
+D }`); each instruction names its unit, its latency, its issue interval (`issue`: the cycles
+before its unit takes the next instruction; by default its latency, a unit that is busy until
+the instruction completes) and the tokens it pops (before it starts) and pushes (after it
+completes). A fetch stage dispatches one instruction per cycle in program order and stalls
+while the target unit's command queue is full. A unit starts its next instruction once the
+previous one's issue interval has passed and, with `inflight: N`, once the instruction N
+before it on the unit has completed: a systolic array or a DMA engine with several requests
+outstanding is `issue` short of its `latency`.
+
+Memories and register files the doc declares `interlock`ed are ordered by the hardware: an
+instruction starts only once every earlier write of what it reads or writes has completed (read
+after write, write after write) and, if it writes, every earlier read of it (write after read),
+at the granularity its footprints give (`reads`/`writes` row or byte ranges of a memory; a
+register operand is read or written as its effects say). A machine synchronised by tokens
+alone (VTA) declares none and is timed exactly as before.
 
 Every pop must find its token among those pushed by instructions earlier in program order
 (the docs' rules say so; a program that breaks this is refused here as a deadlock), so one
 pass in program order computes every start and end time exactly.
 
-The breakdown attributes the cycles: `compute` = time some compute-class instruction (one
-whose effects touch no external memory) runs, `memory` = time only memory-class ones run,
-`stall` = the rest (waiting on tokens, dispatch and idle units); `overhead` is 0 here.
+The breakdown attributes the cycles: `compute` = time some compute-class instruction runs,
+`memory` = time only memory-class ones run, `overhead` = time only control-class ones run,
+`stall` = the rest (waiting on tokens, dispatch and idle units). An instruction's class is its
+engine's `class`; on an engine that declares none, an instruction whose effects touch an
+external memory is memory-class and any other compute-class.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -27,10 +44,14 @@ from zomboss import expr as ex
 from zomboss.errors import IllegalProgram
 from zomboss.knowledge import KB, Violation
 
+UNBOUNDED = 1 << 30
+Span = tuple[str, int, int]  # (memory or register file, first row or register, one past the last)
+
 
 @dataclass(frozen=True, slots=True)
 class Op:
-    """One executed instruction as the timing model sees it."""
+    """One executed instruction as the timing model sees it (`issue` None: its latency;
+    `reads`/`writes`: what it accesses of interlocked memories and register files)."""
 
     unit: str
     latency: int
@@ -38,13 +59,80 @@ class Op:
     pushes: tuple[str, ...]
     memory: bool
     line: int = 0
+    issue: int | None = None
+    reads: tuple[Span, ...] = ()
+    writes: tuple[Span, ...] = ()
+
+
+class _Scoreboard:
+    """Per interlocked memory or register file, when the last write and the last read of every
+    stretch complete: disjoint segments [lo, hi) sorted by lo, split where accesses begin and end."""
+
+    def __init__(self) -> None:
+        self.lo: list[int] = []
+        self.hi: list[int] = []
+        self.wrote: list[int] = []
+        self.read: list[int] = []
+
+    def _overlap(self, lo: int, hi: int) -> range:
+        return range(bisect.bisect_right(self.hi, lo), bisect.bisect_left(self.lo, hi))
+
+    def ready(self, lo: int, hi: int, write: bool) -> int:
+        """The earliest start of an access of [lo, hi): after every earlier write of it completes
+        (read after write, write after write) and, for a write, every earlier read (write after
+        read)."""
+        if hi <= lo:
+            return 0  # an empty footprint accesses nothing
+        t = 0
+        for k in self._overlap(lo, hi):
+            t = max(t, self.wrote[k], self.read[k] if write else 0)
+        return t
+
+    def mark(self, lo: int, hi: int, end: int, write: bool) -> None:
+        """An access of [lo, hi) that completes at `end`."""
+        if hi <= lo:
+            return
+        ks = self._overlap(lo, hi)
+
+        def touched(a: int, b: int, w: int, r: int) -> tuple[int, int, int, int]:
+            return (a, b, max(w, end), r) if write else (a, b, w, max(r, end))
+
+        new: list[tuple[int, int, int, int]] = []
+        at = lo
+        for k in ks:
+            slo, shi, w, r = self.lo[k], self.hi[k], self.wrote[k], self.read[k]
+            if slo < lo:
+                new.append((slo, lo, w, r))  # the part before the access keeps its times
+            a, b = max(slo, lo), min(shi, hi)
+            if at < a:
+                new.append(touched(at, a, 0, 0))  # a stretch nothing accessed before
+            new.append(touched(a, b, w, r))
+            at = b
+            if shi > hi:
+                new.append((hi, shi, w, r))  # the part after
+        if at < hi:
+            new.append(touched(at, hi, 0, 0))
+        i, j = ks.start, ks.stop
+        self.lo[i:j] = [s[0] for s in new]
+        self.hi[i:j] = [s[1] for s in new]
+        self.wrote[i:j] = [s[2] for s in new]
+        self.read[i:j] = [s[3] for s in new]
+
+
+@dataclass(frozen=True)
+class Unit:
+    """An engine as the doc declares it (defaults for a unit no `engine` declares)."""
+
+    queue: int = UNBOUNDED
+    inflight: int = UNBOUNDED
+    kind: str = ""  # one of zomboss.doc.model.UNIT_CLASSES; "": classed per instruction by its effects
 
 
 @dataclass(frozen=True)
 class Schedule:
     cycles: int
     breakdown: dict[str, int]
-    busy: dict[str, int]  # unit -> cycles executing
+    busy: dict[str, int]  # unit -> cycles it could take no other instruction (its issue intervals)
     start: np.ndarray = field(repr=False)
     end: np.ndarray = field(repr=False)
 
@@ -56,8 +144,22 @@ def _decl_int(kb: KB, e: ex.Expr | None, default: int) -> int:
     return int(v) if isinstance(v, int) else default
 
 
+def units(kb: KB) -> dict[str, Unit]:
+    """The doc's engines (the KB validated their fields)."""
+    out = {}
+    for d in kb.doc.decls:
+        if d.kind == "engine":
+            kind = d.fields.get("class")
+            out[d.name] = Unit(
+                _decl_int(kb, d.fields.get("queue"), UNBOUNDED),
+                _decl_int(kb, d.fields.get("inflight"), UNBOUNDED),
+                kind.name.lower() if isinstance(kind, (ex.Ref, ex.Sym)) else "",
+            )
+    return out
+
+
 def schedule(kb: KB, ops: Sequence[Op]) -> Schedule:
-    engines = {d.name: _decl_int(kb, d.fields.get("queue"), 1 << 30) for d in kb.doc.decls if d.kind == "engine"}
+    engines = units(kb)
     queues = {d.name for d in kb.doc.decls if d.kind == "queue"}
     n = len(ops)
     start = np.zeros(n, dtype=np.int64)
@@ -67,14 +169,22 @@ def schedule(kb: KB, ops: Sequence[Op]) -> Schedule:
     tokens: dict[str, deque[int]] = {q: deque() for q in queues}
     dispatch = 0
     busy: dict[str, int] = {}
+    plain = Unit()
+    boards: dict[str, _Scoreboard] = {}  # interlocked memories and register files
     for i, op in enumerate(ops):
         seen = order.setdefault(op.unit, [])
-        depth = engines.get(op.unit, 1 << 30)
+        unit = engines.get(op.unit, plain)
         d = dispatch + 1
-        if len(seen) >= depth:
-            d = max(d, int(start[seen[-depth]]))  # its queue is full until that one starts
+        if len(seen) >= unit.queue:
+            d = max(d, int(start[seen[-unit.queue]]))  # its queue is full until that one starts
         dispatch = d
         t = max(d, free.get(op.unit, 0))
+        if len(seen) >= unit.inflight:
+            t = max(t, int(end[seen[-unit.inflight]]))  # as many in flight as the unit holds
+        for name, lo, hi in op.reads:
+            t = max(t, boards.setdefault(name, _Scoreboard()).ready(lo, hi, False))
+        for name, lo, hi in op.writes:
+            t = max(t, boards.setdefault(name, _Scoreboard()).ready(lo, hi, True))
         for q in op.pops:
             fifo = tokens.setdefault(q, deque())
             if not fifo:
@@ -91,19 +201,31 @@ def schedule(kb: KB, ops: Sequence[Op]) -> Schedule:
                     ]
                 )
             t = max(t, fifo.popleft())
+        issue = op.latency if op.issue is None else op.issue
         start[i] = t
         end[i] = t + op.latency
-        free[op.unit] = int(end[i])
-        busy[op.unit] = busy.get(op.unit, 0) + op.latency
+        free[op.unit] = t + issue
+        busy[op.unit] = busy.get(op.unit, 0) + issue
+        for name, lo, hi in op.reads:
+            boards[name].mark(lo, hi, int(end[i]), False)
+        for name, lo, hi in op.writes:
+            boards[name].mark(lo, hi, int(end[i]), True)
         for q in op.pushes:
             tokens.setdefault(q, deque()).append(int(end[i]))
         seen.append(i)
     cycles = int(end.max()) if n else 0
-    mem = np.array([o.memory for o in ops], dtype=bool)
-    comp_t = _union(start[~mem], end[~mem])
+    kinds = np.array([_kind(engines.get(o.unit, plain), o) for o in ops], dtype=object)
+    comp = kinds == "compute"
+    work = comp | (kinds == "memory")
+    comp_t = _union(start[comp], end[comp])
+    work_t = _union(start[work], end[work])
     all_t = _union(start, end)
-    breakdown = {"compute": comp_t, "memory": all_t - comp_t, "stall": cycles - all_t, "overhead": 0}
+    breakdown = {"compute": comp_t, "memory": work_t - comp_t, "stall": cycles - all_t, "overhead": all_t - work_t}
     return Schedule(cycles, breakdown, busy, start, end)
+
+
+def _kind(unit: Unit, op: Op) -> str:
+    return unit.kind or ("memory" if op.memory else "compute")
 
 
 def _union(lo: np.ndarray, hi: np.ndarray) -> int:
