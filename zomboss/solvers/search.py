@@ -402,6 +402,10 @@ def solve(
     runner = Runner(t, wl, params, store, guide.name, cfg.verify, cfg.samples)
     refs = t.reference_mappings(wl, params)
     c0 = refs["library"]
+    if cfg.jobs > 1:  # made before the workers fork, so that none of them makes them again
+        for seed in VERIFY_SEEDS:
+            t.instance(wl, params, seed)
+        t.lower(t.instance(wl, params, 0), c0)
     runner.workers = Workers(t, wl, params, cfg.jobs)
     try:
         return _search(t, wl, params, cfg, kb, sp, guide, runner, c0, refs, store, show, progress, t_start)
