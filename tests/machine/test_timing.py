@@ -166,3 +166,45 @@ def test_the_scoreboard_answers_as_one_entry_per_row_would(accesses):
                 read[x] = max(read[x], end)
         assert board.lo == sorted(board.lo) and all(a < b for a, b in zip(board.lo, board.hi, strict=True))
         assert all(b <= a for a, b in zip(board.lo[1:], board.hi, strict=False))
+
+
+CHANNEL = """
+```isa
+memory dram {{ external, type: int8{channel} }}
+engine ld {{ class: memory }}
+instr LOAD(addr: int 0..1023, n: int 1..64)
+  unit ld
+  reads dram[addr : addr + n]
+  latency 1
+  issue 1
+```
+"""
+
+
+def _channel(fields: str):
+    return GenericSim(compile_doc(parse_doc(CHANNEL.format(channel=fields), "ch.md"), "ch", {}))
+
+
+def test_an_external_memorys_channel_is_shared_bandwidth_with_a_latency_and_request_slots():
+    # 8 bytes at 4 per cycle: 2 cycles of the channel each, data 10 later, 2 requests in flight:
+    # [1, 3) done 13; [3, 5) done 15; the third waits for the first to complete: [13, 15) done 25
+    s = _channel(", bandwidth: 4, latency: 10, outstanding: 2").run([Instr("LOAD", (8 * k, 8)) for k in range(3)])
+    assert list(s.schedule.start) == [1, 2, 3] and list(s.schedule.end) == [13, 15, 25]
+    # no channel declared: each load takes its latency, as before
+    s = _channel("").run([Instr("LOAD", (8 * k, 8)) for k in range(3)])
+    assert list(s.schedule.end) == [2, 3, 4]
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [(", bandwidth: 0", "bandwidth must be at least 1"), (", outstanding: 0", "outstanding must be at least 1")],
+)
+def test_a_channel_field_out_of_range_is_refused(fields, message):
+    with pytest.raises(DocError, match=message):
+        _channel(fields)
+
+
+def test_a_channel_belongs_to_an_external_memory():
+    doc = "```isa\nmemory spad { rows: 4, width: 4, bandwidth: 8 }\ninstr NOP(n: int 0..1)\n  unit u\n```\n"
+    with pytest.raises(DocError, match="bandwidth is a field of an external memory's channel"):
+        compile_doc(parse_doc(doc, "s.md"), "s", {})

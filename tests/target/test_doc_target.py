@@ -9,6 +9,7 @@ import dataclasses
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from zomboss.errors import WorkloadError
@@ -91,3 +92,42 @@ def test_a_hostile_sidecar_is_named(vta: DocTarget, tmp_path: Path, edit: dict[s
     with pytest.raises(SidecarError) as e:
         vta.simulate_file(out, {})
     assert str(e.value).startswith(f"{side}: {message}")
+
+
+TWO_MEMORIES = """
+```isa
+memory dram { external, type: int8 }
+memory host { external, type: int8 }
+view dram_b { of: dram, rows: 1, cols: 1, type: int8 }
+view host_b { of: host, rows: 1, cols: 1, type: int8 }
+instr PULL(n: int 0..64)
+  unit dma
+  reads host[0 : n]
+  writes dram[0 : n]
+  latency n
+  effect over i < n { dram_b[i] = copy(host_b[i]) }
+```
+"""
+
+
+def test_every_external_memory_is_sized_by_the_instance(tmp_path: Path) -> None:
+    """A doc with a second external memory: the instance gives its size (a public field, no
+    override of the target's internals), the run starts with it zeroed, and its effects see it."""
+    from zomboss.doc import parse_doc
+    from zomboss.knowledge import compile_doc
+    from zomboss.program import Instr, Program
+    from zomboss.workload import Workload
+
+    kb = compile_doc(parse_doc(TWO_MEMORIES, "two.md"), "two", {})
+    t = DocTarget()
+    wl = Workload("pull", "pull", {"n": 8})
+    inst = DocInstance(wl, {}, 0, np.full(16, 7, np.uint8), 0, np.zeros(8, np.uint8), memories={"host": 32})
+    program = Program("two", [Instr("PULL", (8,))], {})
+    mem = t.memories(kb, inst, program)
+    assert len(mem.arrays["host"]) == 32 and len(mem.arrays["dram"]) == 16
+    mem.arrays["host"][:8] = np.arange(1, 9, dtype=np.uint8)
+    t.sim(kb).run(program.instrs, mem)
+    assert mem.arrays["dram"][:10].tolist() == [1, 2, 3, 4, 5, 6, 7, 8, 7, 7]
+    for bad in ({"nowhere": 4}, {"dram": 4}):
+        with pytest.raises(WorkloadError, match="not an external memory of the doc other than 'dram'"):
+            t.memories(kb, dataclasses.replace(inst, memories=bad), program)

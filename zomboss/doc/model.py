@@ -179,6 +179,9 @@ class Instr:
     issue: Expr | None = None  # cycles before its unit takes the next instruction (None: its latency)
 
 
+# an external memory's channel, which the timing model honours when the doc declares it: bytes
+# per cycle, cycles from a request to its data, requests in flight
+CHANNEL_FIELDS = ("bandwidth", "latency", "outstanding")
 UNIT_CLASSES = ("compute", "memory", "control")  # an engine's `class`: where the breakdown counts its time
 ENGINE_FIELDS = ("queue", "inflight", "class")
 

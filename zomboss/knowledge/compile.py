@@ -127,11 +127,17 @@ def compile_doc(doc: dm.Doc, target: str, overrides: Mapping[str, int]) -> KB:
     memories: dict[str, MemoryInfo] = {}
     for m in doc.memories:
         f = m.fields
-        unknown = set(f) - {"rows", "width", "type", "banks", "ports"}
+        unknown = set(f) - {"rows", "width", "type", "banks", "ports", *dm.CHANNEL_FIELDS}
         if unknown:
             raise DocError(
-                f"{m.loc}: memory {m.name}: unknown field {sorted(unknown)[0]!r} (rows, width, type, banks, ports)"
+                f"{m.loc}: memory {m.name}: unknown field {sorted(unknown)[0]!r} "
+                f"(rows, width, type, banks, ports{', ' + ', '.join(dm.CHANNEL_FIELDS) if m.external else ''})"
             )
+        for k in dm.CHANNEL_FIELDS:
+            if k in f and not m.external:
+                raise DocError(f"{m.loc}: memory {m.name}: {k} is a field of an external memory's channel")
+            if k in f and number(f[k], params, m.loc, f"memory {m.name} {k}") < (0 if k == "latency" else 1):
+                raise DocError(f"{m.loc}: memory {m.name}: {k} must be at least {0 if k == 'latency' else 1}")
         if not m.external and ("rows" not in f or "width" not in f):
             raise DocError(f"{m.loc}: memory {m.name} needs rows and width (or 'external')")
         memories[m.name] = MemoryInfo(

@@ -47,7 +47,7 @@ from zomboss.errors import IllegalProgram, ZombossError
 from zomboss.knowledge import KB, Violation, scope_names
 from zomboss.legality import Checker
 from zomboss.machine import effects as fx
-from zomboss.machine.timing import Op, Schedule, Span, schedule
+from zomboss.machine.timing import Op, Schedule, Span, channels, interlocked, schedule
 from zomboss.program import Instr
 from zomboss.util import MAX_INSTRUCTIONS, LimitError
 
@@ -73,8 +73,9 @@ class _Plan:
     regs: list[tuple[int, str, str]]  # (operand index, regfile, env name of its value)
     reg_effects: list[dm.Effect]  # effects on registers alone: run in every mode
     counter: int  # loop macros: the operand index of the counter register (-1: none)
-    # footprints on interlocked memories, (memory, lo, hi, when, writes), and interlocked
-    # register operands, (operand index, regfile, reads, writes): the timing model's scoreboard
+    # footprints on interlocked memories and external memories with a channel, (memory, lo, hi,
+    # when, writes), and interlocked register operands, (operand index, regfile, reads, writes):
+    # the timing model's scoreboard and memory channels
     footprints: list[tuple[str, Fn, Fn, Fn | None, bool]] = field(default_factory=list)
     registers: list[tuple[int, str, bool, bool]] = field(default_factory=list)
 
@@ -99,7 +100,7 @@ def _register_use(ins: dm.Instr, name: str, rf: str) -> tuple[bool, bool]:
 
 def _plans(kb: KB) -> dict[str, _Plan]:
     views = fx.views(kb)
-    interlocked = {d.name for d in kb.doc.decls if d.kind == "interlock"}
+    tracked = interlocked(kb) | set(channels(kb))  # what the timing model needs footprints of
     out = {}
     for ins in kb.instrs.values():
         names = scope_names(kb, ins) | set(kb.params)
@@ -147,14 +148,9 @@ def _plans(kb: KB) -> dict[str, _Plan]:
                 (a.memory, comp(a.lo), comp(a.hi), comp(a.when), w)
                 for w, accesses in ((False, ins.reads), (True, ins.writes))
                 for a in accesses
-                if a.memory in interlocked
+                if a.memory in tracked
             ],
-            [
-                (i, rf, *_register_use(ins, o.name, rf))
-                for i, rf, _ in regs
-                if rf in interlocked
-                for o in [ins.operands[i]]
-            ],
+            [(i, rf, *_register_use(ins, o.name, rf)) for i, rf, _ in regs if rf in tracked for o in [ins.operands[i]]],
         )
     return out
 
@@ -343,7 +339,8 @@ class GenericSim:
 
     @staticmethod
     def _footprints(plan: _Plan, instr: Instr, env: Mapping[str, Any]) -> tuple[tuple[Span, ...], tuple[Span, ...]]:
-        """What the instruction reads and writes of interlocked memories and registers."""
+        """What the instruction reads and writes of interlocked memories and registers, and of
+        external memories with a channel."""
         reads: list[Span] = []
         writes: list[Span] = []
         for mem, lo, hi, when, w in plan.footprints:

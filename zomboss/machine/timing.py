@@ -20,6 +20,13 @@ at the granularity its footprints give (`reads`/`writes` row or byte ranges of a
 register operand is read or written as its effects say). A machine synchronised by tokens
 alone (VTA) declares none and is timed exactly as before.
 
+An external memory that declares a channel (`memory dram { external, bandwidth: B, latency: L,
+outstanding: N }`) is a resource every unit shares: each access (an instruction's `reads` /
+`writes` byte range on it) takes ceil(bytes / B) cycles of the channel, one transfer after the
+other, its data L cycles after the transfer, with at most N requests in flight; the instruction
+completes at the later of its `latency` and its last access's data. A doc that declares no
+channel keeps every memory instruction's latency as written.
+
 Every pop must find its token among those pushed by instructions earlier in program order
 (the docs' rules say so; a program that breaks this is refused here as a deadlock), so one
 pass in program order computes every start and end time exactly.
@@ -129,6 +136,36 @@ class Unit:
 
 
 @dataclass(frozen=True)
+class Channel:
+    """An external memory's channel: `bandwidth` bytes per cycle shared by every access, the
+    data `latency` cycles after its request, at most `outstanding` requests in flight."""
+
+    bandwidth: int
+    latency: int = 0
+    outstanding: int = UNBOUNDED
+
+
+def channels(kb: KB) -> dict[str, Channel]:
+    """The external memories whose doc declares a channel (`bandwidth`, with `latency` and
+    `outstanding` optional; the KB validated them)."""
+    out = {}
+    for m in kb.doc.memories:
+        f = m.fields
+        if m.external and "bandwidth" in f:
+            out[m.name] = Channel(
+                _decl_int(kb, f["bandwidth"], 1),
+                _decl_int(kb, f.get("latency"), 0),
+                _decl_int(kb, f.get("outstanding"), UNBOUNDED),
+            )
+    return out
+
+
+def interlocked(kb: KB) -> set[str]:
+    """The memories and register files the doc declares `interlock`ed."""
+    return {d.name for d in kb.doc.decls if d.kind == "interlock"}
+
+
+@dataclass(frozen=True)
 class Schedule:
     cycles: int
     breakdown: dict[str, int]
@@ -171,6 +208,10 @@ def schedule(kb: KB, ops: Sequence[Op]) -> Schedule:
     busy: dict[str, int] = {}
     plain = Unit()
     boards: dict[str, _Scoreboard] = {}  # interlocked memories and register files
+    locked = interlocked(kb)
+    chans = channels(kb)
+    chan_free: dict[str, int] = {}  # when each channel can start the next transfer
+    chan_done: dict[str, list[int]] = {}  # when each channel's requests complete, in request order
     for i, op in enumerate(ops):
         seen = order.setdefault(op.unit, [])
         unit = engines.get(op.unit, plain)
@@ -182,9 +223,11 @@ def schedule(kb: KB, ops: Sequence[Op]) -> Schedule:
         if len(seen) >= unit.inflight:
             t = max(t, int(end[seen[-unit.inflight]]))  # as many in flight as the unit holds
         for name, lo, hi in op.reads:
-            t = max(t, boards.setdefault(name, _Scoreboard()).ready(lo, hi, False))
+            if name in locked:
+                t = max(t, boards.setdefault(name, _Scoreboard()).ready(lo, hi, False))
         for name, lo, hi in op.writes:
-            t = max(t, boards.setdefault(name, _Scoreboard()).ready(lo, hi, True))
+            if name in locked:
+                t = max(t, boards.setdefault(name, _Scoreboard()).ready(lo, hi, True))
         for q in op.pops:
             fifo = tokens.setdefault(q, deque())
             if not fifo:
@@ -204,12 +247,25 @@ def schedule(kb: KB, ops: Sequence[Op]) -> Schedule:
         issue = op.latency if op.issue is None else op.issue
         start[i] = t
         end[i] = t + op.latency
+        for name, lo, hi in op.reads + op.writes:
+            ch = chans.get(name)
+            if ch is None or hi <= lo:
+                continue
+            done = chan_done.setdefault(name, [])
+            c = max(t, chan_free.get(name, 0))
+            if len(done) >= ch.outstanding:
+                c = max(c, done[-ch.outstanding])  # a request slot frees when an older request completes
+            chan_free[name] = c + -(-(hi - lo) // ch.bandwidth)
+            done.append(chan_free[name] + ch.latency)
+            end[i] = max(end[i], done[-1])  # the instruction completes with its last transfer
         free[op.unit] = t + issue
         busy[op.unit] = busy.get(op.unit, 0) + issue
         for name, lo, hi in op.reads:
-            boards[name].mark(lo, hi, int(end[i]), False)
+            if name in locked:
+                boards[name].mark(lo, hi, int(end[i]), False)
         for name, lo, hi in op.writes:
-            boards[name].mark(lo, hi, int(end[i]), True)
+            if name in locked:
+                boards[name].mark(lo, hi, int(end[i]), True)
         for q in op.pushes:
             tokens.setdefault(q, deque()).append(int(end[i]))
         seen.append(i)

@@ -8,7 +8,9 @@ reference (`make_instance`), a lowering template (`lower_mapping`), Candidate-0
 
 The machine's data lives in one external memory (the doc's `external` memory, byte
 addressed); an instance is that memory's initial image plus where the output lands, and a
-lowering may add bytes to it (e.g. micro-op kernels) through `Program.meta["dram"]`.
+lowering may add bytes to it (e.g. micro-op kernels) through `Program.meta["dram"]`. Any other
+external memory the doc declares (a host-side buffer, a register window modelled as memory)
+gets the size the instance gives it (`DocInstance.memories`), zeroed at the start of a run.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class DocInstance:
     out_offset: int
     reference: np.ndarray  # uint8, the bytes expected at out_offset
     layout: Mapping[str, int] = field(default_factory=dict)  # region -> byte offset (lowering and sidecar)
+    memories: Mapping[str, int] = field(default_factory=dict)  # bytes of every other external memory
 
 
 class DocTarget(TargetBase[KB, DocInstance, Program]):
@@ -102,8 +105,18 @@ class DocTarget(TargetBase[KB, DocInstance, Program]):
     def program_of(self, lowered: Program) -> Program:
         return lowered
 
-    def _memories(self, kb: KB, inst: DocInstance, program: Program) -> Memories:
-        mem = Memories(kb, {self.external: len(inst.image)})
+    def memories(self, kb: KB, inst: DocInstance, program: Program) -> Memories:
+        """The machine's memories at the start of a verified run of `program`: the external
+        memory holding the instance's image and the lowering's bytes, every other external
+        memory at the size the instance gives it (zeroes), the on-chip ones zeroed."""
+        other = set(inst.memories) - {m.name for m in kb.memories.values() if m.external}
+        if other or self.external in inst.memories:
+            bad = sorted(other or {self.external})[0]
+            raise WorkloadError(
+                f"{inst.workload.id}: the instance sizes {bad!r}, which is not an external memory of the doc "
+                f"other than {self.external!r}"
+            )
+        mem = Memories(kb, {**inst.memories, self.external: len(inst.image)})
         img = mem.arrays[self.external]
         img[:] = inst.image
         for off, data in program.meta.get("dram", ()):  # type: ignore[attr-defined]
@@ -115,7 +128,7 @@ class DocTarget(TargetBase[KB, DocInstance, Program]):
     ) -> tuple[Run, bool | None]:
         kb = self.kb(inst.params)
         if mode is Mode.VERIFIED:
-            mem = self._memories(kb, inst, program)
+            mem = self.memories(kb, inst, program)
             run = self.sim(kb).run(program.instrs, mem, check=True, max_instructions=budget)
             got = mem.arrays[self.external][inst.out_offset : inst.out_offset + len(inst.reference)]
             return run, bool(np.array_equal(got, inst.reference))
@@ -223,8 +236,9 @@ class DocTarget(TargetBase[KB, DocInstance, Program]):
                 "verified": "+ effects, bit-exact",
             },
             "breakdown": {
-                "compute": "compute-class instructions running",
-                "memory": "only DMA running",
+                "compute": "compute-class instructions running (an engine's class, else no external memory touched)",
+                "memory": "only memory-class instructions running",
+                "overhead": "only control-class instructions running",
                 "stall": "idle/waiting",
             },
         }
