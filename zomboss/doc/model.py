@@ -214,6 +214,9 @@ class Rule:
     message: str
     expr: Expr
     loc: Loc
+    # made from an operand's declaration (`<instr>.<operand>.range`, `<instr>.<operand>.reg`), not
+    # written in the doc: it has no example programs of its own
+    generated: bool = False
 
 
 @dataclass(frozen=True)

@@ -99,11 +99,11 @@ def _range_rules(doc: dm.Doc, regfiles: Mapping[str, RegFileInfo]) -> list[dm.Ru
             if o.kind == "int" and o.lo is not None and o.hi is not None:
                 e = ex.Bin("and", ex.Bin(">=", ex.Ref((o.name,)), o.lo), ex.Bin("<=", ex.Ref((o.name,)), o.hi))
                 msg = f"{o.name} of {ins.name} must be in {ex.show(o.lo)}..{ex.show(o.hi)}"
-                out.append(dm.Rule(f"{ins.name}.{o.name}.range", (ins.name,), msg, e, ins.loc))
+                out.append(dm.Rule(f"{ins.name}.{o.name}.range", (ins.name,), msg, e, ins.loc, generated=True))
             elif o.kind in regfiles:
                 e = ex.Bin("<", ex.Ref((o.name,)), ex.Int(regfiles[o.kind].count))
                 msg = f"{o.name} of {ins.name} must name a register of {o.kind} (0..{regfiles[o.kind].count - 1})"
-                out.append(dm.Rule(f"{ins.name}.{o.name}.reg", (ins.name,), msg, e, ins.loc))
+                out.append(dm.Rule(f"{ins.name}.{o.name}.reg", (ins.name,), msg, e, ins.loc, generated=True))
     return out
 
 

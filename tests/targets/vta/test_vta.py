@@ -27,7 +27,7 @@ KB = T.kb({})
 
 
 def _rules() -> list[str]:
-    return [r.id for r in KB.rules if r.patterns and not r.id.endswith(".range")]
+    return [r.id for r in KB.rules if r.patterns and not r.generated]
 
 
 def _check(program) -> set[str]:
