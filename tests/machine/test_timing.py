@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zomboss.doc import DocError, parse_doc
+from zomboss.errors import IllegalProgram
 from zomboss.knowledge import compile_doc
 from zomboss.machine import GenericSim
 from zomboss.program import Instr
@@ -208,3 +209,48 @@ def test_a_channel_belongs_to_an_external_memory():
     doc = "```isa\nmemory spad { rows: 4, width: 4, bandwidth: 8 }\ninstr NOP(n: int 0..1)\n  unit u\n```\n"
     with pytest.raises(DocError, match="bandwidth is a field of an external memory's channel"):
         compile_doc(parse_doc(doc, "s.md"), "s", {})
+
+
+QUEUES = """
+```isa
+queue done[4] {{ from: a, to: b, depth: 2 }}
+instr MAKE(k: int 0..7, n: int 1..64)
+  unit a
+  pushes done[k]
+  latency n
+instr TAKE(k: int 0..7)
+  unit b
+  pops {pop}
+  latency 1
+```
+"""
+
+
+def _queues(pop: str = "done[k]") -> GenericSim:
+    return GenericSim(compile_doc(parse_doc(QUEUES.format(pop=pop), "q.md"), "q", {}))
+
+
+def test_a_queue_array_keeps_one_fifo_per_index():
+    # MAKE 0 ends at 21, MAKE 1 at 23; TAKE 1 waits only for MAKE 1, TAKE 0 for MAKE 0
+    s = _queues().run([Instr("MAKE", (0, 20)), Instr("MAKE", (1, 2)), Instr("TAKE", (1,)), Instr("TAKE", (0,))])
+    assert list(s.schedule.start) == [1, 21, 23, 24]
+    s = _queues().run([Instr("MAKE", (1, 20)), Instr("MAKE", (0, 2)), Instr("TAKE", (0,))])
+    assert list(s.schedule.start) == [1, 21, 23]
+
+
+def test_a_token_outside_its_queue_array_is_refused_with_the_rule():
+    with pytest.raises(IllegalProgram) as e:
+        _queues().run([Instr("MAKE", (5, 2)), Instr("TAKE", (5,))])
+    assert e.value.violations[0].rule == "queue.index" and "done[5] is outside done[0..3]" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("pop", "message"),
+    [
+        ("done", "TAKE pops done: needs an index: it is an array"),
+        ("ready", "TAKE pops ready, which no `queue` declares"),
+    ],
+)
+def test_a_token_must_name_its_queue_as_declared(pop, message):
+    with pytest.raises(DocError, match=message):
+        _queues(pop)

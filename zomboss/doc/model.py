@@ -106,6 +106,7 @@ class TokenOp:
 
     queue: str
     when: Expr | None
+    index: Expr | None = None  # which FIFO of a queue array (`pops done[k]`)
 
 
 @dataclass(frozen=True)
@@ -194,6 +195,7 @@ class Decl:
                                                     an element of R*C values of T) seen as R x C
     tensor S { rows: R, cols: C, type: T }          tensor-typed machine state (one R x C value)
     queue Q { from: U, to: U, depth: D }            a dependency-token FIFO between two units
+    queue Q[N] { ... }                              N such FIFOs (field `count`), Q[0] .. Q[N-1]
     engine U { queue: D, inflight: N, class: C }    an in-order unit with a D-deep command queue, at
                                                     most N instructions in flight (pipelined by
                                                     `issue`), of class compute, memory or control

@@ -370,7 +370,8 @@ class _Builder:
             elif k == "c_issue":
                 issue = E(xc[0])
             elif k in ("c_pops", "c_pushes"):
-                tok = dm.TokenOp(N(xc[0]), E(xc[1].children[0]) if len(xc) > 1 else None)
+                tok_parts = {str(y.data): E(y.children[0]) for y in xc[1:] if isinstance(y, Tree)}
+                tok = dm.TokenOp(N(xc[0]), tok_parts.get("when"), tok_parts.get("index"))
                 (pops if k == "c_pops" else pushes).append(tok)
             elif k == "c_effect":
                 effects.append(self._effect(x, E, N))
@@ -444,7 +445,15 @@ class _Builder:
         self._decl(t, "tensor")
 
     def s_queue(self, t: Tree) -> None:
-        self._decl(t, "queue")
+        c = t.children
+        if len(c) > 1 and isinstance(c[1], Tree) and c[1].data == "index":  # an array: its size is field `count`
+            fields = self._kvs(c[2:])
+            if "count" in fields:
+                raise DocError(f"{self.loc(t).pos}: queue {c[0]}: give the array's size once, as queue {c[0]}[N]")
+            fields["count"] = self.expr(c[1].children[0])
+            self.doc.decls.append(dm.Decl("queue", str(c[0]), fields, self.loc(t)))
+        else:
+            self._decl(t, "queue")
 
     def s_unitdecl(self, t: Tree) -> None:
         self._decl(t, "engine")

@@ -110,6 +110,10 @@ def _check_exprs(kb: KB) -> None:
             check(_lets_inlined(ins, st.index) if st.index else None, ins.loc, f"{ins.name} sets {st.state}", sym)
         for u in ins.uses:
             check(_lets_inlined(ins, u.index) if u.index else None, ins.loc, f"{ins.name} uses {u.state}", sym)
+        for tok in ins.pops + ins.pushes:
+            for what, part in (("index", tok.index), ("condition", tok.when)):
+                if part is not None:
+                    check(_lets_inlined(ins, part), ins.loc, f"{ins.name}: the {what} of its token on {tok.queue}", sym)
         for what, timed in (("latency", ins.latency), ("issue", ins.issue)):
             if timed is not None:
                 check(_lets_inlined(ins, timed), ins.loc, f"{ins.name} {what}", sym)
@@ -238,6 +242,7 @@ def validate(kb: KB, overrides: Mapping[str, int] | None = None) -> None:
                     raise DocError(f"{cost.loc}: cost {cost.name} uses unknown name {r.name!r}")
     _validate_engines(kb)
     _validate_interlocks(kb)
+    _validate_queues(kb)
     _check_exprs(kb)
 
 
@@ -252,6 +257,28 @@ def _validate_interlocks(kb: KB) -> None:
         if d.name in seen:
             raise DocError(f"{d.loc}: interlock {d.name}: given twice")
         seen.add(d.name)
+
+
+def _validate_queues(kb: KB) -> None:
+    """Every `pops`/`pushes` names a declared queue, with an index exactly when it is an array
+    (`queue Q[N]`, N at least 1)."""
+    arrays = {}
+    for d in kb.doc.decls:
+        if d.kind == "queue":
+            n = d.fields.get("count")
+            if n is not None and number(n, kb.params, d.loc, f"queue {d.name} size") < 1:
+                raise DocError(f"{d.loc}: queue {d.name}: an array needs at least 1 queue")
+            arrays[d.name] = n is not None
+    for ins in kb.instrs.values():
+        for verb, toks in (("pops", ins.pops), ("pushes", ins.pushes)):
+            for tok in toks:
+                if tok.queue not in arrays:
+                    raise DocError(f"{ins.loc}: {ins.name} {verb} {tok.queue}, which no `queue` declares")
+                if arrays[tok.queue] != (tok.index is not None):
+                    how = (
+                        "needs an index: it is an array" if arrays[tok.queue] else "takes no index: it is not an array"
+                    )
+                    raise DocError(f"{ins.loc}: {ins.name} {verb} {tok.queue}: {how}")
 
 
 def _validate_engines(kb: KB) -> None:

@@ -47,7 +47,7 @@ from zomboss.errors import IllegalProgram, ZombossError
 from zomboss.knowledge import KB, Violation, scope_names
 from zomboss.legality import Checker
 from zomboss.machine import effects as fx
-from zomboss.machine.timing import Op, Schedule, Span, channels, interlocked, schedule
+from zomboss.machine.timing import Op, Schedule, Span, channels, interlocked, queue_arrays, schedule
 from zomboss.program import Instr
 from zomboss.util import MAX_INSTRUCTIONS, LimitError
 
@@ -67,8 +67,8 @@ class _Plan:
     sets: list[tuple[str, Fn | None, str, Fn]]
     latency: Fn | None
     issue: Fn | None
-    pops: list[tuple[str, Fn | None]]
-    pushes: list[tuple[str, Fn | None]]
+    pops: list[tuple[str, Fn | None, Fn | None, int]]  # (queue, when, index, array size; 0: no array)
+    pushes: list[tuple[str, Fn | None, Fn | None, int]]
     memory: bool  # its effects touch an external memory (the breakdown's "memory" class)
     regs: list[tuple[int, str, str]]  # (operand index, regfile, env name of its value)
     reg_effects: list[dm.Effect]  # effects on registers alone: run in every mode
@@ -101,6 +101,7 @@ def _register_use(ins: dm.Instr, name: str, rf: str) -> tuple[bool, bool]:
 def _plans(kb: KB) -> dict[str, _Plan]:
     views = fx.views(kb)
     tracked = interlocked(kb) | set(channels(kb))  # what the timing model needs footprints of
+    arrays = queue_arrays(kb)
     out = {}
     for ins in kb.instrs.values():
         names = scope_names(kb, ins) | set(kb.params)
@@ -138,8 +139,8 @@ def _plans(kb: KB) -> dict[str, _Plan]:
             [(s.state, comp(s.index), s.field, comp(s.value)) for s in ins.sets],
             comp(ins.latency),
             comp(ins.issue),
-            [(t.queue, comp(t.when)) for t in ins.pops],
-            [(t.queue, comp(t.when)) for t in ins.pushes],
+            [(t.queue, comp(t.when), comp(t.index), arrays.get(t.queue, 0)) for t in ins.pops],
+            [(t.queue, comp(t.when), comp(t.index), arrays.get(t.queue, 0)) for t in ins.pushes],
             memory,
             regs,
             [e for e in ins.effects if on_regs(e)],
@@ -285,8 +286,8 @@ class GenericSim:
                     ) from None
             if timing:
                 lat = int(plan.latency(env)) if plan.latency is not None else 1
-                pops = tuple(q for q, w in plan.pops if w is None or w(env))
-                pushes = tuple(q for q, w in plan.pushes if w is None or w(env))
+                pops = self._tokens(plan.pops, env, n, instr)
+                pushes = self._tokens(plan.pushes, env, n, instr)
                 issue = max(int(plan.issue(env)), 0) if plan.issue is not None else None
                 reads, writes = self._footprints(plan, instr, env) if plan.footprints or plan.registers else ((), ())
                 ops.append(Op(plan.ins.unit, max(lat, 0), pops, pushes, plan.memory, instr.line, issue, reads, writes))
@@ -336,6 +337,25 @@ class GenericSim:
             return loops[k][0]
         del loops[k]
         return None
+
+    @staticmethod
+    def _tokens(
+        toks: list[tuple[str, Fn | None, Fn | None, int]], env: Mapping[str, Any], n: int, instr: Instr
+    ) -> tuple[str, ...]:
+        """The FIFOs an instruction pops or pushes (`Q[i]` for a queue array)."""
+        out = []
+        for q, when, index, size in toks:
+            if when is not None and not when(env):
+                continue
+            if index is None:
+                out.append(q)
+                continue
+            i = int(index(env))
+            if not 0 <= i < size:
+                msg = f"{instr.op}: token queue {q}[{i}] is outside {q}[0..{size - 1}]"
+                raise IllegalProgram([Violation("queue.index", msg, "", n, instr.line, instr.op)])
+            out.append(f"{q}[{i}]")
+        return tuple(out)
 
     @staticmethod
     def _footprints(plan: _Plan, instr: Instr, env: Mapping[str, Any]) -> tuple[tuple[Span, ...], tuple[Span, ...]]:

@@ -160,6 +160,13 @@ def channels(kb: KB) -> dict[str, Channel]:
     return out
 
 
+def queue_arrays(kb: KB) -> dict[str, int]:
+    """The queue arrays the doc declares (`queue Q[N]`) and their sizes."""
+    return {
+        d.name: _decl_int(kb, d.fields["count"], 1) for d in kb.doc.decls if d.kind == "queue" and "count" in d.fields
+    }
+
+
 def interlocked(kb: KB) -> set[str]:
     """The memories and register files the doc declares `interlock`ed."""
     return {d.name for d in kb.doc.decls if d.kind == "interlock"}
