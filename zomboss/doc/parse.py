@@ -203,6 +203,15 @@ class _Builder:
             return ex.Int(-inner.value) if isinstance(inner, ex.Int) else ex.Un("neg", inner)
         if k == "cond":
             return ex.Cond(self.expr(c[0]), self.expr(c[1]), self.expr(c[2]))
+        if k in ("forall", "exists"):
+            var, lo, hi = str(c[0]), _int(str(c[1])), _int(str(c[2]))
+            if lo is None or hi is None or hi < lo or hi - lo >= 64:
+                raise DocError(
+                    f"{self.loc(t).pos}: {'all' if k == 'forall' else 'any'}(...) ranges over lo..hi with at most 64 values"
+                )
+            body = self.expr(c[3])
+            terms = [ex.substitute(body, {var: ex.Int(v)}) for v in range(lo, hi + 1)]
+            return _balanced("and" if k == "forall" else "or", terms)
         if k == "call":
             fn = str(c[0])
             args = tuple(self.expr(x) for x in c[1:])
@@ -307,6 +316,33 @@ class _Builder:
             out.append(dict(zip(names, vals, strict=True)))
         return out
 
+    REPEATABLE = ("c_uses", "c_reads", "c_writes", "c_sets", "c_pops", "c_pushes", "c_effect", "c_for")
+
+    def _clauses(self, items: list[Any], env: dict[str, str | int]) -> list[tuple[Any, dict[str, str | int]]]:
+        """An instruction's clauses with the values their names stand for: a `for i in lo..hi
+        { ... }` clause gives its clauses once per value of i (at most 1024), in order."""
+        out: list[tuple[Any, dict[str, str | int]]] = []
+        for x in items:
+            if not (isinstance(x, Tree) and x.data == "c_for"):
+                out.append((x, env))
+                continue
+            var, lo_t, hi_t, *body = x.children
+            lo, hi = _int(str(lo_t)), _int(str(hi_t))
+            if lo is None or hi is None or hi < lo or hi - lo >= 1024:
+                raise DocError(f"{self.loc(x).pos}: a `for` clause ranges over lo..hi with at most 1024 values")
+            if str(var) in env:
+                raise DocError(f"{self.loc(x).pos}: `for {var}` hides the family variable {var}")
+            for y in body:
+                if isinstance(y, Tree) and y.data not in self.REPEATABLE:
+                    what = str(y.data).removeprefix("c_")
+                    raise DocError(
+                        f"{self.loc(y).pos}: a `for` clause repeats uses, reads, writes, sets, pops, pushes "
+                        f"and effects, not {what}"
+                    )
+            for v in range(lo, hi + 1):
+                out += self._clauses(body, {**env, str(var): v})
+        return out
+
     def _instr(self, t: Tree, fenv: dict[str, str | int]) -> None:
         c = t.children
         iname = c[0]
@@ -318,15 +354,16 @@ class _Builder:
                 raise DocError(f"{self.loc(iname).pos}: {{{parts[1]}}} names no variable of the instruction's family")
             name = parts[0] + str(fenv[parts[1]]) + (parts[2] if len(parts) > 2 else "")
             family = parts[0] + "{" + parts[1] + "}" + (parts[2] if len(parts) > 2 else "")
-        subst = {k: (ex.Int(v) if isinstance(v, int) else ex.Ref((v,))) for k, v in fenv.items()}
+        scope: dict[str, str | int] = dict(fenv)  # the family's values, and a `for` clause's index
 
         def E(x: Any) -> ex.Expr:
             e = self.expr(x)
+            subst = {k: (ex.Int(v) if isinstance(v, int) else ex.Ref((v,))) for k, v in scope.items()}
             return ex.substitute(e, subst) if subst else e
 
         def N(x: Any) -> str:  # a memory, view, unit, queue or layout name; family variables stand for their value
             n = str(x)
-            return str(fenv[n]).lower() if n in fenv else n
+            return str(scope[n]).lower() if n in scope else n
 
         operands: list[dm.Operand] = []
         unit, latency, issue, macro = "", None, None, ""
@@ -338,9 +375,11 @@ class _Builder:
         pops: list[dm.TokenOp] = []
         pushes: list[dm.TokenOp] = []
         effects: list[dm.Effect] = []
-        for x in c[1:]:
+        for x, values in self._clauses(c[1:], fenv):
             if not isinstance(x, Tree):
                 continue
+            scope.clear()
+            scope.update(values)
             k = x.data
             xc = x.children
             if k == "op_int":
@@ -525,3 +564,11 @@ class _Builder:
             return dm.Knob(name, self.expr(xc[1]), self.expr(xc[2]), (), doc, loc, default, when)
         vals = tuple(str(v) for v in xc[1:] if isinstance(v, Token))
         return dm.Knob(name, None, None, vals, doc, loc, default, when)
+
+
+def _balanced(op: str, terms: list[ex.Expr]) -> ex.Expr:
+    """`t0 op t1 op ...` as a balanced tree, so that 64 terms nest 6 deep, not 64."""
+    if len(terms) == 1:
+        return terms[0]
+    mid = len(terms) // 2
+    return ex.Bin(op, _balanced(op, terms[:mid]), _balanced(op, terms[mid:]))
