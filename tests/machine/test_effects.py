@@ -9,6 +9,7 @@ import pytest
 from zomboss.doc import DocError, parse_doc
 from zomboss.knowledge import compile_doc
 from zomboss.machine import Memories, apply
+from zomboss.program import Instr
 
 DOC = """
 ```isa
@@ -284,3 +285,53 @@ def test_an_accumulating_mac_summed_per_target_equals_one_product_per_point(monk
             want[i % 64] += wgt[j] @ x if instr == "gemm_t" else x @ wgt[(i + j) % 4]
     assert np.array_equal(got[0], want.astype(np.int32))
     assert took == [c != 200]  # the fast form where every target has as many points, else the general one
+
+
+TYPED = """
+```isa
+memory buf { rows: 4, width: 16, type: int8 }
+view buf_w { of: buf, rows: 1, cols: 1, type: int32 }
+view buf_b { of: buf, rows: 1, cols: 1 }
+instr PUT(i: int 0..15, v: int 0..0xffffff)
+  unit u
+  effect { buf_w[i] = fill(v) }
+instr DOUBLE(n: int 0..64)
+  unit u
+  effect over k < n { buf_b[k] = add(buf_b[k], buf_b[k]) }
+```
+"""
+
+
+def test_an_on_chip_memory_of_bytes_is_read_and_written_through_views_of_other_types():
+    """An int32 result in a row of bytes: the int32 view and the byte view share storage
+    (little-endian), each write seen by the other."""
+    from zomboss.machine import GenericSim
+
+    kb = compile_doc(parse_doc(TYPED, "typed.md"), "typed", {})
+    mem = Memories(kb)
+    GenericSim(kb).run([Instr("PUT", (1, 0x030201)), Instr("DOUBLE", (8,)), Instr("PUT", (2, 7))], mem)
+    row0 = mem.arrays["buf"][0]
+    assert row0[:12].tolist() == [0, 0, 0, 0, 2, 4, 6, 0, 7, 0, 0, 0]
+    assert mem.arrays["buf"].view(np.int32)[0, 1] == 0x060402
+
+
+@pytest.mark.parametrize(
+    ("view", "message"),
+    [
+        (
+            "view bad { of: buf, rows: 1, cols: 3, type: int32 }",
+            r"an element of 1 x 3 int32 \(12 bytes\) must divide a row",
+        ),
+        (
+            "view bad { of: buf, rows: 1, cols: 1, type: bf16 }",
+            "a view may change the type of a memory of plain numbers only",
+        ),
+    ],
+)
+def test_a_typed_view_that_does_not_tile_a_row_of_plain_numbers_is_refused(view, message):
+    from zomboss.errors import ZombossError
+    from zomboss.machine import views
+
+    kb = compile_doc(parse_doc(TYPED.replace("view buf_b", view + "\nview buf_b"), "typed.md"), "typed", {})
+    with pytest.raises(ZombossError, match=message):
+        views(kb)

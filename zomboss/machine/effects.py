@@ -151,14 +151,35 @@ def views(kb: KB) -> dict[str, View]:
                 out[d.name] = View(d.name, mem.name, rows, cols, dtype(t, d.loc), True, 0, step, t)
                 continue
             width, n, dt = (mem.width or 1, mem.rows or 0, mem.type) if mem else (base.rows * base.cols, 1, "")  # type: ignore[union-attr]
-            if "type" in f and (t := _name(f["type"])) != dt and (mem is not None or DTYPES.get(t) != base.dtype):  # type: ignore[union-attr]
-                raise ZombossError(f"{d.loc}: view {d.name}: an on-chip view keeps the type of {of}")
+            if mem is not None and "type" in f and (t := _name(f["type"])) != dt:
+                out[d.name] = _retyped(d, mem, rows, cols, dtype(t, d.loc), t)
+                continue
+            if "type" in f and (t := _name(f["type"])) != dt and DTYPES.get(t) != base.dtype:  # type: ignore[union-attr]
+                raise ZombossError(f"{d.loc}: view {d.name}: a view of a tensor keeps the type of {of}")
             if width % (rows * cols):
                 raise ZombossError(f"{d.loc}: view {d.name}: rows x cols must divide the width of {of} ({width})")
             vt = DTYPES[mem.type] if mem is not None else base.dtype  # type: ignore[union-attr]
             vf = mem.type if mem is not None else base.fmt  # type: ignore[union-attr]
             out[d.name] = View(d.name, of, rows, cols, vt, False, n * (width // (rows * cols)), 0, vf)
     return out
+
+
+def _retyped(d: dm.Decl, mem: Any, rows: int, cols: int, dt: Any, t: str) -> View:
+    """A view of an on-chip memory's rows as elements of another plain type (an int32 result in
+    a row of bytes): the row's bytes split into elements of rows x cols values of `t`."""
+    if mem.type in nf.FORMATS or t in nf.FORMATS:
+        raise ZombossError(
+            f"{d.loc}: view {d.name}: {t} over {mem.type} memory {mem.name}: a view may change the type of a "
+            "memory of plain numbers only (not a number format such as bf16 or e4m3)"
+        )
+    row_bytes = (mem.width or 1) * np.dtype(DTYPES[mem.type]).itemsize
+    elem = rows * cols * np.dtype(dt).itemsize
+    if row_bytes % elem:
+        raise ZombossError(
+            f"{d.loc}: view {d.name}: an element of {rows} x {cols} {t} ({elem} bytes) must divide a row of "
+            f"{mem.name} ({row_bytes} bytes)"
+        )
+    return View(d.name, mem.name, rows, cols, dt, False, (mem.rows or 0) * (row_bytes // elem), 0, t)
 
 
 def _name(e: ex.Expr) -> str:
@@ -398,8 +419,12 @@ class Memories:
                 self.arrays[m.name] = np.zeros((external_bytes or {}).get(m.name, 0), dtype=np.uint8)
 
     def flat(self, v: View) -> np.ndarray:
-        """An on-chip view's storage as one row per element (a view: writes go through)."""
-        return self.arrays[v.memory].reshape(-1, v.rows * v.cols)
+        """An on-chip view's storage as one row per element (a view: writes go through; a view
+        of another type reinterprets the memory's bytes)."""
+        arr = self.arrays[v.memory]
+        if arr.dtype != v.dtype:
+            arr = arr.view(v.dtype)
+        return arr.reshape(-1, v.rows * v.cols)
 
     def _check(self, v: View, idx: np.ndarray, a: dm.Assign | dm.Effect, what: str) -> None:
         size = len(self.arrays[v.memory])
@@ -433,11 +458,9 @@ class Memories:
             self.flat(v)[idx] = v.narrow(vals.reshape(len(idx), v.rows * v.cols))
 
     def span(self, v: View, idx: np.ndarray) -> tuple[np.ndarray, int]:
-        """Where elements lie in their memory's storage: first position and length (bytes for
-        an external memory, values on chip), to compare views of one memory."""
-        if v.external:
-            return idx * v.stride, v.elem_bytes
-        return idx * (v.rows * v.cols), v.rows * v.cols
+        """Where elements lie in their memory's storage, first byte and length: to compare views
+        of one memory (which may differ in type, on chip as off it)."""
+        return idx * v.stride, v.elem_bytes
 
 
 # ---- applying an effect -------------------------------------------------------------------------
