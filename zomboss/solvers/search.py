@@ -464,12 +464,13 @@ def _search(
         props = guide.propose(state, min(cfg.batch, cfg.budget - sims))
         if not props:
             break
+        # each proposal checked once: the batch's checks depend only on the state it was proposed from
+        checked = [check_proposal(kb, sp, wl.shape, state, p) for p in props]
         if cfg.jobs > 1:
-            ahead(runner, kb, sp, wl.shape, state, props)
-        for p in props:
+            ahead(runner, sp, wl.shape, state, checked)
+        for p, got in zip(props, checked, strict=True):
             if sims >= cfg.budget:
                 break
-            got = check_proposal(kb, sp, wl.shape, state, p)
             if isinstance(got, Rejection):
                 state.rejected.append(got)
                 with contextlib.suppress(MappingError):  # an ill-formed proposal has no key to remember
@@ -529,14 +530,14 @@ def _search(
 
 
 def ahead(
-    runner: Runner, kb: KB, sp: Space, shape: Mapping[str, int], state: SearchState, props: list[Proposal]
+    runner: Runner, sp: Space, shape: Mapping[str, int], state: SearchState, checked: list[KnobMapping | Rejection]
 ) -> None:
     """Start simulating the batch's proposals the search will simulate unless a kernel found
-    earlier in the batch prunes them: legal, new, and not pruned by the incumbent as it stands."""
+    earlier in the batch prunes them: legal (`checked`: each proposal's `check_proposal`), new,
+    and not pruned by the incumbent as it stands."""
     best = state.best().cycles
     seen = state.seen()
-    for p in props:
-        got = check_proposal(kb, sp, shape, state, p)
+    for got in checked:
         if isinstance(got, Rejection) or got.key() in seen:
             continue
         bound = sp.cost("bound", got, shape)
