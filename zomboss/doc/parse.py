@@ -354,11 +354,11 @@ class _Builder:
                 raise DocError(f"{self.loc(iname).pos}: {{{parts[1]}}} names no variable of the instruction's family")
             name = parts[0] + str(fenv[parts[1]]) + (parts[2] if len(parts) > 2 else "")
             family = parts[0] + "{" + parts[1] + "}" + (parts[2] if len(parts) > 2 else "")
-        scope: dict[str, str | int] = dict(fenv)  # the family's values, and a `for` clause's index
+        scope: dict[str, str | int] = {}  # the family's values, and a `for` clause's index
+        subst: dict[str, ex.Expr] = {}  # the same, as the expressions that replace those names
 
         def E(x: Any) -> ex.Expr:
             e = self.expr(x)
-            subst = {k: (ex.Int(v) if isinstance(v, int) else ex.Ref((v,))) for k, v in scope.items()}
             return ex.substitute(e, subst) if subst else e
 
         def N(x: Any) -> str:  # a memory, view, unit, queue or layout name; family variables stand for their value
@@ -378,8 +378,11 @@ class _Builder:
         for x, values in self._clauses(c[1:], fenv):
             if not isinstance(x, Tree):
                 continue
-            scope.clear()
-            scope.update(values)
+            if values != scope:
+                scope.clear()
+                scope.update(values)
+                subst.clear()
+                subst.update({n: (ex.Int(v) if isinstance(v, int) else ex.Ref((v,))) for n, v in scope.items()})
             k = x.data
             xc = x.children
             if k == "op_int":

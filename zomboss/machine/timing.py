@@ -229,12 +229,11 @@ def schedule(kb: KB, ops: Sequence[Op]) -> Schedule:
         t = max(d, free.get(op.unit, 0))
         if len(seen) >= unit.inflight:
             t = max(t, int(end[seen[-unit.inflight]]))  # as many in flight as the unit holds
-        for name, lo, hi in op.reads:
-            if name in locked:
-                t = max(t, boards.setdefault(name, _Scoreboard()).ready(lo, hi, False))
-        for name, lo, hi in op.writes:
-            if name in locked:
-                t = max(t, boards.setdefault(name, _Scoreboard()).ready(lo, hi, True))
+        ordered = [
+            (n, lo, hi, w) for w, spans in ((False, op.reads), (True, op.writes)) for n, lo, hi in spans if n in locked
+        ]
+        for name, lo, hi, w in ordered:
+            t = max(t, boards.setdefault(name, _Scoreboard()).ready(lo, hi, w))
         for q in op.pops:
             fifo = tokens.setdefault(q, deque())
             if not fifo:
@@ -267,12 +266,8 @@ def schedule(kb: KB, ops: Sequence[Op]) -> Schedule:
             end[i] = max(end[i], done[-1])  # the instruction completes with its last transfer
         free[op.unit] = t + issue
         busy[op.unit] = busy.get(op.unit, 0) + issue
-        for name, lo, hi in op.reads:
-            if name in locked:
-                boards[name].mark(lo, hi, int(end[i]), False)
-        for name, lo, hi in op.writes:
-            if name in locked:
-                boards[name].mark(lo, hi, int(end[i]), True)
+        for name, lo, hi, w in ordered:
+            boards[name].mark(lo, hi, int(end[i]), w)
         for q in op.pushes:
             tokens.setdefault(q, deque()).append(int(end[i]))
         seen.append(i)

@@ -109,11 +109,11 @@ class DocTarget(TargetBase[KB, DocInstance, Program]):
         """The machine's memories at the start of a verified run of `program`: the external
         memory holding the instance's image and the lowering's bytes, every other external
         memory at the size the instance gives it (zeroes), the on-chip ones zeroed."""
-        other = set(inst.memories) - {m.name for m in kb.memories.values() if m.external}
-        if other or self.external in inst.memories:
-            bad = sorted(other or {self.external})[0]
+        others = {m.name for m in kb.memories.values() if m.external} - {self.external}
+        bad = sorted(set(inst.memories) - others)
+        if bad:
             raise WorkloadError(
-                f"{inst.workload.id}: the instance sizes {bad!r}, which is not an external memory of the doc "
+                f"{inst.workload.id}: the instance sizes {bad[0]!r}, which is not an external memory of the doc "
                 f"other than {self.external!r}"
             )
         mem = Memories(kb, {**inst.memories, self.external: len(inst.image)})
