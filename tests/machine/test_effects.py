@@ -259,14 +259,14 @@ def test_an_accumulating_mac_summed_per_target_equals_one_product_per_point(monk
     kb = compile_doc(parse_doc(_mac_doc(dt), "g.md"), "g", {})
     info = np.iinfo(dt)
     got, took = [], []
-    real = effects._accumulate_mac
+    real = effects.accumulate_mac
 
     def fast_form(*a):
         took.append(real(*a))
         return took[-1]
 
     for fast in (True, False):
-        monkeypatch.setattr(effects, "_accumulate_mac", fast_form if fast else lambda *a: False)
+        monkeypatch.setattr(effects, "accumulate_mac", fast_form if fast else lambda *a: False)
         mem = Memories(kb)
         r = np.random.default_rng(c)
         for name in ("inp", "wgt"):

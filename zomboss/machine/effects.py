@@ -5,10 +5,10 @@ An effect is a loop nest, index lets and tensor assignments (`docmodel.Effect`).
 columns (first loop outermost), the index expressions are evaluated over those columns at
 once (`veval`), and each assignment gathers its argument rows, computes, narrows to the
 target's element type and scatters — no per-element Python loops. Sequential semantics (a
-point sees the writes of the points before it) are kept exactly: accumulations use
-`np.add.at`, repeated targets are applied in rounds (the k-th write of every row at once),
-and only an assignment that reads rows another point of the same nest writes falls back to
-one point at a time (still vectorised over the row).
+point sees the writes of the points before it) are kept exactly: accumulations are summed
+per target (`zomboss.machine.accumulate`), repeated targets are applied in rounds (the k-th
+write of every row at once), and only an assignment that reads rows another point of the same
+nest writes falls back to one point at a time (still vectorised over the row).
 
 Effects never reach ASP: the KB keeps the `reads`/`writes` footprints. Number formats that
 need care are named hooks implemented once in the core: integer element types and
@@ -31,6 +31,7 @@ from zomboss.errors import ZombossError
 from zomboss.expr import COMPARE
 from zomboss.knowledge import KB
 from zomboss.machine import numformats as nf
+from zomboss.machine.accumulate import accumulate, accumulate_mac
 
 MAX_POINTS = 1 << 24  # loop points one effect may have (bounded memory per instruction)
 # values one assignment may compute: its points times the values of its largest operand (a VTA
@@ -623,8 +624,10 @@ def _assign(mem: Memories, a: dm.Assign, cols: Mapping[str, Any], total: int) ->
         and np.array_equal(refs[0][1], tidx)
         and len(same) == 1
     ):
-        if not (order == ["ref"] * 3 and set(opts) <= {"bt"} and _accumulate_mac(mem, a, tv, tidx, refs, opts)):
-            _accumulate(mem, a, tv, tidx, compute, chunks)
+        if not (
+            order == ["ref"] * 3 and set(opts) <= {"bt"} and accumulate_mac(mem, a, tv, tidx, refs, opts, CHUNK_VALUES)
+        ):
+            accumulate(mem, a, tv, tidx, compute, chunks)
         return
     if _partial_overlap(mem, tv, tidx) or any(_reads_written(mem, v, idx, tv, tidx) for v, idx in same):
         for r in range(n):  # reads what other points write: one point at a time, in order
@@ -679,76 +682,3 @@ def _occurrence(idx: np.ndarray) -> np.ndarray:
     occ = np.empty_like(idx)
     occ[order] = np.arange(len(s)) - run
     return occ
-
-
-EXACT_F32, EXACT_F64 = 1 << 24, 1 << 53  # integer sums below these are exact in float32 / float64
-
-
-def _accumulate_mac(
-    mem: Memories,
-    a: dm.Assign,
-    tv: View,
-    tidx: np.ndarray,
-    refs: list[tuple[View, np.ndarray]],
-    opts: Mapping[str, Any],
-) -> bool:
-    """dst = mac(dst, x, y) at every point, as `_accumulate` computes it, when every target row
-    has the same number of points c (a regular loop nest, as every lowering emits): the points
-    sorted by target, their products (BLAS in float when every partial sum is provably an exact
-    integer there, int64 otherwise) summed c at a time, instead of a scatter-add per point.
-    False (nothing done) where that form does not apply."""
-    (xv, xi), (yv, yi) = refs[1], refs[2]
-    bt = int(opts.get("bt", 0))
-    uniq, inv = np.unique(tidx, return_inverse=True)
-    per = np.bincount(inv)
-    c = int(per[0])
-    r, k = xv.rows, xv.cols
-    o = yv.rows if bt else yv.cols
-    if not (per == c).all() or (yv.cols if bt else yv.rows) != k or r * o != tv.rows * tv.cols:
-        return False
-    bounds = []
-    for v in (xv, yv):
-        if not np.issubdtype(np.dtype(v.dtype), np.integer) or nf.FORMATS.get(v.fmt) is not None:
-            return False
-        info = np.iinfo(v.dtype)
-        bounds.append(max(abs(int(info.min)), int(info.max)))
-    most = bounds[0] * bounds[1] * c * k
-    kind = np.float32 if most < EXACT_F32 else np.float64 if most < EXACT_F64 else np.int64
-    order = np.argsort(inv, kind="stable")
-    cur = mem.gather(tv, uniq, a).astype(np.int64).reshape(len(uniq), -1)
-    step = max(1, CHUNK_VALUES // max(1, c * (r * k + k * o + r * o)))  # targets per chunk: bounded memory
-    for lo in range(0, len(uniq), step):
-        pts = order[lo * c : (lo + step) * c]
-        u = len(pts) // c
-        x = mem.gather(xv, xi[pts], a).astype(kind, copy=False)
-        y = mem.gather(yv, yi[pts], a).astype(kind, copy=False)
-        prod = np.matmul(x, y.transpose(0, 2, 1) if bt else y).reshape(u, c, r * o).sum(axis=1)
-        cur[lo : lo + u] += (prod if kind is np.int64 else np.rint(prod)).astype(np.int64)
-    mem.scatter(tv, uniq, cur, a)
-    return True
-
-
-def _accumulate(
-    mem: Memories,
-    a: dm.Assign,
-    tv: View,
-    tidx: np.ndarray,
-    compute: Callable[[np.ndarray], np.ndarray],
-    chunks: Callable[[np.ndarray], Iterator[np.ndarray]],
-) -> None:
-    """dst = mac(dst, x, y) at every point: the products summed per target row (np.add.at,
-    exact in int64), added once and narrowed — equal to applying them one by one, since
-    two's-complement wrap-around commutes with addition."""
-    n = len(tidx)
-    uniq, inv = np.unique(tidx, return_inverse=True)
-    cur = mem.gather(tv, uniq, a).astype(np.int64).reshape(len(uniq), -1)
-    store = mem.flat(tv)
-    saved = store[uniq].copy()
-    store[uniq] = 0  # compute() reads dst as 0: it then yields the products alone
-    acc = np.zeros_like(cur)
-    try:
-        for rows in chunks(np.arange(n)):
-            np.add.at(acc, inv[rows], compute(rows).astype(np.int64))
-    finally:
-        store[uniq] = saved
-    mem.scatter(tv, uniq, (cur + acc).astype(np.int64), a)
