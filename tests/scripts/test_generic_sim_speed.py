@@ -1,0 +1,27 @@
+"""scripts/generic_sim_speed.py: one small default per target, every simulator and mode in one run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.support import load_script
+
+
+def test_one_default_per_target_gives_every_row_and_the_summary(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+    bench = load_script("generic_sim_speed")
+    out = tmp_path / "speed.json"
+    assert bench.main(["--gemmini", "odd_pad", "--plena", "rope_4x64", "--vta", "dense_128", "--json", str(out)]) == 0
+    got = json.loads(out.read_text())
+    rows = {(r["target"], r["simulator"], r["mode"]): r for r in got["rows"]}
+    for target in ("gemmini", "plena"):
+        for mode in ("functional", "timing", "extrapolated"):
+            assert (target, "hand-written", mode) in rows, (target, mode)
+        generic = [rows[target, "generic", m] for m in ("functional", "timing")]
+        assert len({r["cycles"] for r in generic}) == 1  # one doc, one schedule, whatever the mode
+        assert len({r["instructions"] for r in generic}) == 1
+        assert rows[target, "hand-written", "functional"]["verified"] is True
+    assert rows["gemmini", "generic", "functional"]["verified"] is True
+    assert rows["vta", "generic", "functional"]["verified"] is True
+    assert {s["target"] for s in got["summary"]} == {"gemmini", "plena", "vta"}
+    assert "summary" in capsys.readouterr().out
