@@ -47,6 +47,7 @@ from zomboss.errors import IllegalProgram, ZombossError
 from zomboss.knowledge import KB, Violation, scope_names
 from zomboss.legality import Checker
 from zomboss.machine import effects as fx
+from zomboss.machine.compiled import Applied, compile_effect
 from zomboss.machine.timing import Op, Schedule, Span, channels, interlocked, queue_arrays, schedule
 from zomboss.program import Instr
 from zomboss.util import MAX_INSTRUCTIONS, LimitError
@@ -78,6 +79,10 @@ class _Plan:
     # the timing model's scoreboard and memory channels
     footprints: list[tuple[str, Fn, Fn, Fn | None, bool]] = field(default_factory=list)
     registers: list[tuple[int, str, bool, bool]] = field(default_factory=list)
+    # the effects with how to apply each (a compiled closure, or the interpreter): every effect,
+    # and the register effects alone (timing-only runs)
+    applied: list[tuple[dm.Effect, Applied]] = field(default_factory=list)
+    reg_applied: list[tuple[dm.Effect, Applied]] = field(default_factory=list)
 
 
 def _register_use(ins: dm.Instr, name: str, rf: str) -> tuple[bool, bool]:
@@ -173,12 +178,24 @@ class Run:
         return self.schedule.cycles
 
 
-class GenericSim:
-    """The simulator of one KB (plans compiled once; `run` is reentrant)."""
+def _interpreted(eff: dm.Effect) -> Applied:
+    return lambda mem, env: fx.apply(mem, eff, env)
 
-    def __init__(self, kb: KB, macros: Mapping[str, Callable[[], Hook]] | None = None) -> None:
+
+class GenericSim:
+    """The simulator of one KB (plans compiled once; `run` is reentrant). `fast=False` interprets
+    every effect (`effects.apply`) instead of running the closures compiled per doc effect
+    (`zomboss.machine.compiled`): the reference the compiled path is tested against."""
+
+    def __init__(self, kb: KB, macros: Mapping[str, Callable[[], Hook]] | None = None, *, fast: bool = True) -> None:
         self.kb = kb
+        self.fast = fast
         self.plans = _plans(kb)
+        views = fx.views(kb)
+        for p in self.plans.values():
+            done = {id(e): (e, (compile_effect(views, e) if fast else None) or _interpreted(e)) for e in p.ins.effects}
+            p.applied = [done[id(e)] for e in p.ins.effects]
+            p.reg_applied = [done[id(e)] for e in p.reg_effects]
         self.end = [n for n, i in kb.instrs.items() if i.macro == END_OF_STREAM]
         self.views = fx.views(kb)
         self.macros = dict(macros or {})
@@ -263,10 +280,9 @@ class GenericSim:
                 )
             assert plan is not None
             env = self._env(plan, instr, state, regvals)
-            effects = plan.ins.effects if memories is not None else plan.reg_effects
-            for eff in effects:
+            for eff, applied in plan.applied if memories is not None else plan.reg_applied:
                 try:
-                    points += fx.apply(regmem, eff, env)
+                    points += applied(regmem, env)
                 except fx.EffectError as e:
                     raise IllegalProgram(
                         [Violation("effect.bounds", str(e), str(e.loc), n, instr.line, instr.op, e.values)]

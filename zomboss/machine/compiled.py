@@ -1,0 +1,236 @@
+"""Effects compiled once per doc effect: the interpreter's decisions that depend on the doc
+alone (which views, which operation, which options, the order of operands) taken when the
+simulator is built, not at every executed instruction.
+
+`compile_effect` handles the effects most instructions have: no loop nest and no data reads
+(`let x = VIEW[i]`), every assignment an on-chip one other than `mac`'s in-place accumulation
+(the interpreter's `accumulate` path). Such an effect has one point, so every strategy of the
+interpreter's `_assign` (one round, rounds per repeated target, one point at a time) comes to
+the same thing: evaluate the indices, gather, compute, narrow, scatter. The compiled closure
+does exactly that with the interpreter's own numeric steps (`View.widen`/`narrow`, `OPS`,
+`_cast`, the same dtypes and shapes), in the interpreter's order of evaluation and bounds
+checks, so results and errors are bit for bit those of `effects.apply`
+(`tests/machine/test_compiled.py`). Any other effect returns None and is interpreted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from zomboss.doc import model as dm
+from zomboss.machine import effects as fx
+
+Applied = Callable[[fx.Memories, Mapping[str, Any]], int]  # (memories, env) -> loop points
+Vfn = fx.Vfn
+
+
+@dataclass(frozen=True)
+class _Ref:
+    """An operand read from a view: the view and its index expression."""
+
+    view: fx.View
+    index: Vfn
+
+
+@dataclass(frozen=True)
+class _Step:
+    """One assignment with its doc-only decisions taken."""
+
+    a: dm.Assign
+    target: fx.View
+    index: Vfn
+    when: Vfn | None
+    order: tuple[bool, ...]  # per non-option operand: True for a view read, False for a value
+    refs: tuple[_Ref, ...]
+    vals: tuple[Vfn, ...]
+    opts: tuple[tuple[str, Vfn], ...]
+    fn: Callable[..., Any]
+    cast: bool
+    n_el: int
+    # integer registers alone (one plain integer value per element, no option, an operation
+    # exact on Python ints modulo 2**64): computed on ints, wrapped to the target's type
+    ints: Callable[..., int] | None = None
+    bits: int = 0
+    signed: bool = False
+
+
+def _step(views: Mapping[str, fx.View], a: dm.Assign) -> _Step | None:
+    """The compiled assignment, or None when the interpreter must run it (an error it reports
+    at run time, an external view, `mac`'s accumulation)."""
+    if a.op == "mac" or (a.op not in fx.OPS and a.op != "cast") or a.target not in views:
+        return None
+    tv = views[a.target]
+    refs = [x for x in a.args if x.kind == "ref"]
+    if tv.external or tv.read_only or any(x.name not in views or views[x.name].external for x in refs):
+        return None
+    allowed = fx.OPTIONS.get(a.op, ())
+    opts = [x for x in a.args if x.kind == "opt"]
+    if any(x.name not in allowed for x in opts):
+        return None
+    if any(x.name == "fmt" for x in opts):
+        return None  # a format name is checked against the hooks at run time
+    ints = None
+    one = [tv, *(views[x.name] for x in refs)]
+    if not opts and all(_plain_int(v) for v in one) and a.op in _INT_OPS:
+        fn, arity = _INT_OPS[a.op]
+        ints = fn if arity == len(a.args) else None
+    return _Step(
+        a,
+        tv,
+        fx.vcompile(a.index),
+        fx.vcompile(a.when) if a.when is not None else None,
+        tuple(x.kind == "ref" for x in a.args if x.kind != "opt"),
+        tuple(_Ref(views[x.name], fx.vcompile(x.expr)) for x in refs),
+        tuple(fx.vcompile(x.expr) for x in a.args if x.kind == "val"),
+        tuple((x.name, fx.vcompile(x.expr)) for x in opts),
+        fx.OPS.get(a.op, fx.OPS["copy"]),
+        a.op == "cast",
+        tv.rows * tv.cols,
+        ints,
+        8 * np.dtype(tv.dtype).itemsize,
+        bool(np.issubdtype(tv.dtype, np.signedinteger)),
+    )
+
+
+# operations whose int64 result, wrapped to the target's type, equals the exact integer result
+# so wrapped (add, sub and mul keep the low bits; min and max do not overflow)
+_INT_OPS: dict[str, tuple[Callable[..., int], int]] = {
+    "copy": (lambda x: x, 1),
+    "fill": (lambda v: v, 1),
+    "zero": (lambda: 0, 0),
+    "add": (lambda x, y: x + y, 2),
+    "sub": (lambda x, y: x - y, 2),
+    "mul": (lambda x, y: x * y, 2),
+    "min": (min, 2),
+    "max": (max, 2),
+}
+_I64 = (-(1 << 63), 1 << 63)
+
+
+def _plain_int(v: fx.View) -> bool:
+    """One integer per element, stored and read as is (no number-format hook)."""
+    f = fx.nf.FORMATS.get(v.fmt)
+    hooked = f is not None and (f.widen is not None or f.narrow is not None)
+    return v.rows * v.cols == 1 and bool(np.issubdtype(v.dtype, np.integer)) and not hooked
+
+
+def _run_ints(mem: fx.Memories, s: _Step, cols: Mapping[str, Any]) -> bool:
+    """`_run` of an integer-register assignment on Python ints (after its condition held);
+    False when a value is not a plain scalar and the array path must run it instead."""
+    a = s.a
+    t = s.index(cols)
+    ridx = [r.index(cols) for r in s.refs]
+    vals = [f(cols) for f in s.vals]
+    for x in vals:
+        if np.ndim(x) != 0 or not _I64[0] <= int(x) < _I64[1]:
+            return False
+    for x in (t, *ridx):
+        if np.ndim(x) != 0:
+            return False
+    args: list[int] = []
+    ri, vi = 0, 0
+    for is_ref in s.order:
+        if is_ref:
+            v = s.refs[ri].view
+            k = _at(mem, v, ridx[ri], a, "reads")
+            ri += 1
+            args.append(int(mem.flat(v)[k, 0]))
+        else:
+            args.append(int(vals[vi]))
+            vi += 1
+    assert s.ints is not None
+    y = s.ints(*args) & ((1 << s.bits) - 1)
+    if s.signed and y >> (s.bits - 1):
+        y -= 1 << s.bits
+    k = _at(mem, s.target, t, a, "writes")
+    mem.flat(s.target)[k, 0] = y
+    return True
+
+
+def _at(mem: fx.Memories, v: fx.View, i: Any, a: dm.Assign, what: str) -> int:
+    """An index of one point as the interpreter's int64 column holds it, bounds checked
+    (the interpreter's message on a bad one)."""
+    if np.ndim(i) != 0:
+        i = np.broadcast_to(np.asarray(i, dtype=np.int64), (1,))[0]
+    k = int(i)
+    if not 0 <= k < v.count:
+        mem._check(v, np.array([k], dtype=np.int64), a, what)
+    return k
+
+
+def _run(mem: fx.Memories, s: _Step, cols: Mapping[str, Any]) -> None:
+    """One assignment at the effect's one point (the interpreter's `_assign` with n = 1)."""
+    a = s.a
+    if s.when is not None:
+        w = s.when(cols)
+        if np.ndim(w) != 0:
+            fx._assign(mem, a, cols, 1)  # a column-valued condition: the interpreter's way
+            return
+        if not w:
+            return
+    if s.ints is not None and _run_ints(mem, s, cols):
+        return
+    tv = s.target
+    t = s.index(cols)
+    ridx = [r.index(cols) for r in s.refs]
+    vals = [fx._column(f(cols), 1, None) for f in s.vals]
+    opts: dict[str, Any] = {k: fx._option(f(cols)) for k, f in s.opts}
+    args: list[Any] = []
+    ri, vi = 0, 0
+    for is_ref in s.order:
+        if is_ref:
+            r = s.refs[ri]
+            v = r.view
+            k = _at(mem, v, ridx[ri], a, "reads")
+            ri += 1
+            g = v.widen(mem.flat(v)[k : k + 1]).reshape(1, v.rows, v.cols)
+            args.append(g.astype(np.int64) if np.issubdtype(g.dtype, np.integer) else g.astype(np.float64))
+        else:
+            args.append(vals[vi][:, None, None])
+            vi += 1
+    with np.errstate(all="ignore"):  # IEEE results (inf, NaN) are values here
+        out = fx._cast(args[0], tv.dtype, **opts) if s.cast else s.fn(*args, **opts)
+    out = np.broadcast_to(np.asarray(out), (1, *np.shape(out)[1:]) if np.ndim(out) else (1, 1, 1))
+    n_el = s.n_el
+    if out[0].size != n_el:
+        out = np.broadcast_to(out.reshape(1, -1)[:, :1], (1, n_el)) if out[0].size == 1 else out
+        if out.reshape(1, -1).shape[1] != n_el:
+            raise fx.EffectError(f"{a.op} yields {out[0].size} values per point; {a.target} holds {n_el}", a.loc)
+    k = _at(mem, tv, t, a, "writes")
+    mem.flat(tv)[k : k + 1] = tv.narrow(out.reshape(1, n_el))
+
+
+def _per_point(views: Mapping[str, fx.View], a: dm.Assign) -> int:
+    """The interpreter's `_per_point`: the values of an assignment's largest operand or target."""
+    names = [a.target, *(x.name for x in a.args if x.kind == "ref")]
+    return max([1, *(views[n].rows * views[n].cols for n in names if n in views)])
+
+
+def compile_effect(views: Mapping[str, fx.View], eff: dm.Effect) -> Applied | None:
+    """`effects.apply` of `eff` as a closure, or None when the effect needs the interpreter."""
+    if eff.loops or eff.reads:
+        return None
+    if any(_per_point(views, a) > fx.MAX_VALUES for a in eff.assigns):
+        return None  # the interpreter refuses it
+    steps = [_step(views, a) for a in eff.assigns]
+    if any(s is None for s in steps):
+        return None
+    ready = tuple(s for s in steps if s is not None)
+    lets = tuple((n, fx.vcompile(e)) for n, e in eff.lets)
+
+    def apply(mem: fx.Memories, env: Mapping[str, Any]) -> int:
+        cols: Mapping[str, Any] = env
+        if lets:
+            d = dict(env)
+            for name, f in lets:
+                d[name] = f(d)
+            cols = d
+        for s in ready:
+            _run(mem, s, cols)
+        return 1
+
+    return apply
