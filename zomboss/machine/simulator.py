@@ -34,6 +34,7 @@ run like any other (checked, applied, timed, counted against the budget).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -83,6 +84,28 @@ class _Plan:
     # and the register effects alone (timing-only runs)
     applied: list[tuple[dm.Effect, Applied]] = field(default_factory=list)
     reg_applied: list[tuple[dm.Effect, Applied]] = field(default_factory=list)
+    # the state fields each `uses` puts in the environment, as (env name, field); None: all of
+    # them (the interpreter). A fast simulator copies only those the instruction's expressions name.
+    fields: list[tuple[tuple[str, str], ...]] | None = None
+
+
+_EXPRS = (ex.Int, ex.Ref, ex.Sym, ex.Bin, ex.Un, ex.Call, ex.Cond, ex.InSet)
+
+
+def _named(ins: dm.Instr) -> set[str]:
+    """Every name any expression of the instruction mentions (its lets, latency, accesses,
+    tokens, setters and effects, however deep)."""
+    out: set[str] = set()
+    stack: list[object] = [ins]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, _EXPRS):
+            out |= {r.name for r in ex.refs(x)}
+        elif isinstance(x, (tuple, list)):
+            stack.extend(x)
+        elif dataclasses.is_dataclass(x) and not isinstance(x, type):
+            stack.extend(getattr(x, f.name) for f in dataclasses.fields(x))
+    return out
 
 
 def _register_use(ins: dm.Instr, name: str, rf: str) -> tuple[bool, bool]:
@@ -196,6 +219,12 @@ class GenericSim:
             done = {id(e): (e, (compile_effect(views, e) if fast else None) or _interpreted(e)) for e in p.ins.effects}
             p.applied = [done[id(e)] for e in p.ins.effects]
             p.reg_applied = [done[id(e)] for e in p.reg_effects]
+            if fast:
+                named = _named(p.ins)
+                p.fields = [
+                    tuple((f"{alias}.{f}", f) for f in kb.states[st][1] if f"{alias}.{f}" in named)
+                    for st, _, alias in p.uses
+                ]
         self.end = [n for n, i in kb.instrs.items() if i.macro == END_OF_STREAM]
         self.views = fx.views(kb)
         self.macros = dict(macros or {})
@@ -418,10 +447,17 @@ class GenericSim:
         for i, name, shift, mask in plan.decoders:
             env[name] = (args[i] >> shift) & mask
         env["op"] = instr.op.lower()
-        for st, idx, alias in plan.uses:
-            rec = state[st][idx(env)] if idx is not None else state[st]
-            for f, v in rec.items():
-                env[f"{alias}.{f}"] = v
+        if plan.fields is None:
+            for st, idx, alias in plan.uses:
+                rec = state[st][idx(env)] if idx is not None else state[st]
+                for f, v in rec.items():
+                    env[f"{alias}.{f}"] = v
+        else:
+            for (st, idx, _), fields in zip(plan.uses, plan.fields, strict=True):
+                rec = state[st][idx(env)] if idx is not None else state[st]
+                for name, f in fields:
+                    if f in rec:
+                        env[name] = rec[f]
         for name, fn in plan.lets:
             env[name] = fn(env)
         return env
