@@ -28,6 +28,73 @@ Applied = Callable[[fx.Memories, Mapping[str, Any]], int]  # (memories, env) -> 
 Vfn = fx.Vfn
 
 
+# ---- expressions at one point ------------------------------------------------------------------
+
+
+def _int_binop(op: str, f: Callable[[Any, Any], Any], show: str) -> Callable[[Any, Any], Any]:
+    """`effects.vcompile`'s binary operator `op` (one not evaluated by Python's operators there):
+    `/`, `%`, `<<` and `>>` by Python's integer operators when both operands are Python ints
+    (where the NumPy ones give the same value as an int64 scalar), NumPy's otherwise."""
+
+    def on_ints(a: int, b: int) -> Any:
+        if op in ("/", "%"):
+            if b == 0:
+                raise fx.ex.Undefined(f"division by zero in {show}")
+            return a // b if op == "/" else a % b
+        if 0 <= b < 63 and _I64[0] <= a < _I64[1]:
+            y = a >> b if op == ">>" else a << b
+            if _I64[0] <= y < _I64[1]:
+                return y
+        return f(a, b)
+
+    fast = op in ("/", "%", "<<", ">>")
+
+    def binop(a: Any, b: Any) -> Any:
+        if fast and type(a) is int and type(b) is int:
+            return on_ints(a, b)
+        if isinstance(a, str) or isinstance(b, str):
+            return (a == b) if op == "==" else (a != b)
+        if op in ("/", "%") and np.any(np.asarray(b) == 0):
+            raise fx.ex.Undefined(f"division by zero in {show}")
+        return f(a, b)
+
+    return binop
+
+
+_SCOMPILED: dict[int, tuple[fx.ex.Expr, Vfn]] = {}
+
+
+def scompile(e: fx.ex.Expr) -> Vfn:
+    """`effects.vcompile` of an expression evaluated at one point (scalars): the same values,
+    with integer division, remainder and shifts of Python ints done by Python (NumPy's scalar
+    calls cost microseconds each); for values within int64, as the interpreter assumes."""
+    hit = _SCOMPILED.get(id(e))
+    if hit is not None and hit[0] is e:
+        return hit[1]
+    ex = fx.ex
+    fn: Vfn
+    if isinstance(e, ex.Bin) and e.op != "->" and e.op not in fx._FAST:
+        fa, fb = scompile(e.left), scompile(e.right)
+        g = _int_binop(e.op, fx._VBIN[e.op], ex.show(e))
+        fn = lambda env: g(fa(env), fb(env))  # noqa: E731
+    elif isinstance(e, ex.Bin) and e.op in fx._FAST:
+        fa, fb, h = scompile(e.left), scompile(e.right), fx._FAST[e.op]
+        fn = lambda env: h(fa(env), fb(env))  # noqa: E731
+    elif isinstance(e, ex.Un) and e.op == "not":
+        fu = scompile(e.arg)
+        fn = lambda env: np.logical_not(fu(env))  # noqa: E731
+    elif isinstance(e, ex.Un):
+        fu = scompile(e.arg)
+        fn = lambda env: np.negative(fu(env))  # noqa: E731
+    elif isinstance(e, ex.Cond):
+        fc, ft, fo = scompile(e.cond), scompile(e.then), scompile(e.other)
+        fn = lambda env: np.where(fc(env), ft(env), fo(env))  # noqa: E731
+    else:
+        fn = fx.vcompile(e)  # leaves, and nodes whose operands need no fast path
+    _SCOMPILED[id(e)] = (e, fn)
+    return fn
+
+
 @dataclass(frozen=True)
 class _Ref:
     """An operand read from a view: the view and its index expression."""
@@ -81,12 +148,12 @@ def _step(views: Mapping[str, fx.View], a: dm.Assign) -> _Step | None:
     return _Step(
         a,
         tv,
-        fx.vcompile(a.index),
-        fx.vcompile(a.when) if a.when is not None else None,
+        scompile(a.index),
+        scompile(a.when) if a.when is not None else None,
         tuple(x.kind == "ref" for x in a.args if x.kind != "opt"),
-        tuple(_Ref(views[x.name], fx.vcompile(x.expr)) for x in refs),
-        tuple(fx.vcompile(x.expr) for x in a.args if x.kind == "val"),
-        tuple((x.name, fx.vcompile(x.expr)) for x in opts),
+        tuple(_Ref(views[x.name], scompile(x.expr)) for x in refs),
+        tuple(scompile(x.expr) for x in a.args if x.kind == "val"),
+        tuple((x.name, scompile(x.expr)) for x in opts),
         fx.OPS.get(a.op, fx.OPS["copy"]),
         a.op == "cast",
         tv.rows * tv.cols,
@@ -111,6 +178,11 @@ _INT_OPS: dict[str, tuple[Callable[..., int], int]] = {
 _I64 = (-(1 << 63), 1 << 63)
 
 
+def _scalar(x: Any) -> bool:
+    """Whether x is one value (`np.ndim(x) == 0`, without its cost for the usual Python int)."""
+    return type(x) is int or np.ndim(x) == 0
+
+
 def _plain_int(v: fx.View) -> bool:
     """One integer per element, stored and read as is (no number-format hook)."""
     f = fx.nf.FORMATS.get(v.fmt)
@@ -126,10 +198,10 @@ def _run_ints(mem: fx.Memories, s: _Step, cols: Mapping[str, Any]) -> bool:
     ridx = [r.index(cols) for r in s.refs]
     vals = [f(cols) for f in s.vals]
     for x in vals:
-        if np.ndim(x) != 0 or not _I64[0] <= int(x) < _I64[1]:
+        if not _scalar(x) or not _I64[0] <= int(x) < _I64[1]:
             return False
     for x in (t, *ridx):
-        if np.ndim(x) != 0:
+        if not _scalar(x):
             return False
     args: list[int] = []
     ri, vi = 0, 0
@@ -154,7 +226,7 @@ def _run_ints(mem: fx.Memories, s: _Step, cols: Mapping[str, Any]) -> bool:
 def _at(mem: fx.Memories, v: fx.View, i: Any, a: dm.Assign, what: str) -> int:
     """An index of one point as the interpreter's int64 column holds it, bounds checked
     (the interpreter's message on a bad one)."""
-    if np.ndim(i) != 0:
+    if not _scalar(i):
         i = np.broadcast_to(np.asarray(i, dtype=np.int64), (1,))[0]
     k = int(i)
     if not 0 <= k < v.count:
@@ -167,7 +239,7 @@ def _run(mem: fx.Memories, s: _Step, cols: Mapping[str, Any]) -> None:
     a = s.a
     if s.when is not None:
         w = s.when(cols)
-        if np.ndim(w) != 0:
+        if not _scalar(w):
             fx._assign(mem, a, cols, 1)  # a column-valued condition: the interpreter's way
             return
         if not w:
@@ -220,7 +292,7 @@ def compile_effect(views: Mapping[str, fx.View], eff: dm.Effect) -> Applied | No
     if any(s is None for s in steps):
         return None
     ready = tuple(s for s in steps if s is not None)
-    lets = tuple((n, fx.vcompile(e)) for n, e in eff.lets)
+    lets = tuple((n, scompile(e)) for n, e in eff.lets)
 
     def apply(mem: fx.Memories, env: Mapping[str, Any]) -> int:
         cols: Mapping[str, Any] = env
