@@ -85,8 +85,10 @@ class _Plan:
     applied: list[tuple[dm.Effect, Applied]] = field(default_factory=list)
     reg_applied: list[tuple[dm.Effect, Applied]] = field(default_factory=list)
     # the state fields each `uses` puts in the environment, as (env name, field); None: all of
-    # them (the interpreter). A fast simulator copies only those the instruction's expressions name.
+    # them (the interpreter). A fast simulator copies only those the instruction's expressions name,
+    # and likewise only the parameters and operand fields they name.
     fields: list[tuple[tuple[str, str], ...]] | None = None
+    params: dict[str, Any] | None = None  # likewise the parameters (None: all of them)
 
 
 _EXPRS = (ex.Int, ex.Ref, ex.Sym, ex.Bin, ex.Un, ex.Call, ex.Cond, ex.InSet)
@@ -221,6 +223,8 @@ class GenericSim:
             p.reg_applied = [done[id(e)] for e in p.reg_effects]
             if fast:
                 named = _named(p.ins)
+                p.params = {k: v for k, v in kb.params.items() if k in named}
+                p.decoders = [d for d in p.decoders if d[1] in named]
                 p.fields = [
                     tuple((f"{alias}.{f}", f) for f in kb.states[st][1] if f"{alias}.{f}" in named)
                     for st, _, alias in p.uses
@@ -437,7 +441,7 @@ class GenericSim:
         return out
 
     def _env(self, plan: _Plan, instr: Instr, state: Mapping[str, Any], regvals: Mapping[int, int]) -> dict[str, Any]:
-        env: dict[str, Any] = dict(self.kb.params)
+        env: dict[str, Any] = dict(self.kb.params if plan.params is None else plan.params)
         args = instr.args
         for o, a in zip(plan.ins.operands, args, strict=True):
             env[o.name] = a
