@@ -1,7 +1,7 @@
 """Benchmark: the generic (doc-driven) simulator beside the hand-written ones (issue #27).
 
 Usage: python scripts/generic_sim_speed.py [--gemmini IDS] [--plena IDS] [--vta IDS] [--all]
-       [--no-hand] [--json OUT]
+       [--no-hand] [--interpreter] [--json OUT]
 
 Per suite default (Candidate-0), executed instructions per CPU second of:
 * `generic functional`: the doc's effects on the machine's memories, every rule checked, timed
@@ -10,7 +10,9 @@ Per suite default (Candidate-0), executed instructions per CPU second of:
   addresses and loop counts need);
 * `generic extrap.`: timing-only with steady-state extrapolation, counted as the instructions
   it stands for (the skipped ones included), so an equivalent rate — stated apart;
-* the hand-written Gemmini and PLENA simulators in the same three modes (VTA has none).
+* the hand-written Gemmini and PLENA simulators in the same three modes (VTA has none);
+* with `--interpreter`, the generic simulator with every effect interpreted
+  (`GenericSim(fast=False)`, the path before effects were compiled), in the same run.
 
 IDS are comma-separated suite ids; the defaults are the suite defaults each simulator runs in
 seconds (`--all`: every suite default, which takes hours at the generic simulator's baseline).
@@ -45,7 +47,7 @@ class Row:
 
     target: str
     workload: str
-    simulator: str  # "generic" or "hand-written"
+    simulator: str  # "generic", "interpreter" (the generic one, effects interpreted) or "hand-written"
     mode: str  # "functional", "timing" or "extrapolated"
     instructions: int
     cpu_s: float
@@ -64,13 +66,30 @@ def _cpu(fn: Callable[[], object]) -> tuple[object, float]:
     return out, time.process_time() - c0
 
 
+INTERPRETER = False  # --interpreter: also the generic simulator with every effect interpreted
+
+
 def _generic(
     target: str, wid: str, sim: GenericSim, program: Program, mem: fx.Memories, verify: Callable[[], bool | None]
 ) -> list[Row]:
-    """The generic simulator's functional (checked) run and its timing-only runs."""
+    """The generic simulator's functional (checked) run and its timing-only runs (and, with
+    `--interpreter`, the same runs of the interpreter, `GenericSim(fast=False)`, first, on a
+    copy of the memories)."""
+    rows = []
+    if INTERPRETER:
+        slow = GenericSim(sim.kb, sim.macros, fast=False)
+        copy = fx.Memories(sim.kb, {k: len(a) for k, a in mem.arrays.items() if a.ndim == 1})
+        for k, a in mem.arrays.items():
+            copy.arrays[k][...] = a
+        run, cpu = _cpu(lambda: slow.run(program.instrs, copy, check=True))
+        assert isinstance(run, Run)
+        rows.append(Row(target, wid, "interpreter", "functional", run.instructions, cpu, run.cycles))
+        run, cpu = _cpu(lambda: slow.run(program.instrs))
+        assert isinstance(run, Run)
+        rows.append(Row(target, wid, "interpreter", "timing", run.instructions, cpu, run.cycles))
     run, cpu = _cpu(lambda: sim.run(program.instrs, mem, check=True))
     assert isinstance(run, Run)
-    rows = [Row(target, wid, "generic", "functional", run.instructions, cpu, run.cycles, verified=verify())]
+    rows.append(Row(target, wid, "generic", "functional", run.instructions, cpu, run.cycles, verified=verify()))
     timed, cpu = _cpu(lambda: sim.run(program.instrs))
     assert isinstance(timed, Run)
     rows.append(Row(target, wid, "generic", "timing", timed.instructions, cpu, timed.cycles))
@@ -158,8 +177,9 @@ def summary(rows: list[Row]) -> list[tuple[str, str, str, int, int, float]]:
     """Per (target, simulator, mode): instructions, equivalent instructions, rate over all rows."""
     out = []
     modes = ("functional", "timing", "extrapolated")
+    sims = ("interpreter", "generic", "hand-written")
     keys = sorted(
-        {(r.target, r.simulator, r.mode) for r in rows}, key=lambda k: (k[0], k[1] != "generic", modes.index(k[2]))
+        {(r.target, r.simulator, r.mode) for r in rows}, key=lambda k: (k[0], sims.index(k[1]), modes.index(k[2]))
     )
     for key in keys:
         sel = [r for r in rows if (r.target, r.simulator, r.mode) == key]
@@ -177,8 +197,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--vta", default=",".join(VTA), help="suite ids ('' for none)")
     ap.add_argument("--all", action="store_true", help="every suite default of the three targets")
     ap.add_argument("--no-hand", action="store_true", help="the generic simulator alone")
+    ap.add_argument("--interpreter", action="store_true", help="also the generic simulator's interpreter path")
     ap.add_argument("--json", help="write the rows and the summary as JSON here")
     args = ap.parse_args(argv)
+    global INTERPRETER
+    INTERPRETER = args.interpreter
     runs = {"gemmini": gemmini, "plena": plena, "vta": vta}
     ids = {name: [w for w in getattr(args, name).split(",") if w] for name in runs}
     if args.all:

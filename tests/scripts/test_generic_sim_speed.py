@@ -25,3 +25,15 @@ def test_one_default_per_target_gives_every_row_and_the_summary(tmp_path: Path, 
     assert rows["vta", "generic", "functional"]["verified"] is True
     assert {s["target"] for s in got["summary"]} == {"gemmini", "plena", "vta"}
     assert "summary" in capsys.readouterr().out
+
+
+def test_the_interpreter_rows_time_the_same_schedule(tmp_path: Path) -> None:
+    bench = load_script("generic_sim_speed")
+    out = tmp_path / "speed.json"
+    argv = ["--gemmini", "", "--plena", "rope_4x64", "--vta", "", "--no-hand", "--interpreter", "--json", str(out)]
+    assert bench.main(argv) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert {(r["simulator"], r["mode"]) for r in rows} == {
+        (s, m) for s in ("interpreter", "generic") for m in ("functional", "timing")
+    }
+    assert len({(r["cycles"], r["instructions"]) for r in rows}) == 1
