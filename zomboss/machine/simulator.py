@@ -45,6 +45,7 @@ import numpy as np
 from zomboss import expr as ex
 from zomboss.doc import model as dm
 from zomboss.errors import IllegalProgram, ZombossError
+from zomboss.expr.ast import children
 from zomboss.knowledge import KB, Violation, scope_names
 from zomboss.legality import Checker
 from zomboss.machine import effects as fx
@@ -84,21 +85,64 @@ class _Plan:
     # and the register effects alone (timing-only runs)
     applied: list[tuple[dm.Effect, Applied]] = field(default_factory=list)
     reg_applied: list[tuple[dm.Effect, Applied]] = field(default_factory=list)
-    # the state fields each `uses` puts in the environment, as (env name, field); None: all of
-    # them (the interpreter). A fast simulator copies only those the instruction's expressions name,
-    # and likewise only the parameters and operand fields they name.
-    fields: list[tuple[tuple[str, str], ...]] | None = None
-    params: dict[str, Any] | None = None  # likewise the parameters (None: all of them)
+    # what a fast simulator puts in the environment (None: everything, the interpreter's way), in a
+    # functional run and in a timing-only one
+    full: _Scope | None = None
+    timed: _Scope | None = None
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """The part of an instruction's environment some run needs: the parameters, operand bit
+    fields and state fields (env name, field; per `uses`) its expressions name, and its lets."""
+
+    params: dict[str, Any]
+    decoders: list[tuple[int, str, int, int]]
+    fields: list[tuple[tuple[str, str], ...]]
+    lets: list[tuple[str, Fn]]
+
+
+def _scope(kb: KB, p: _Plan, named: set[str], lets: list[tuple[str, Fn]]) -> _Scope:
+    return _Scope(
+        {k: v for k, v in kb.params.items() if k in named},
+        [d for d in p.decoders if d[1] in named],
+        [tuple((f"{alias}.{f}", f) for f in kb.states[st][1] if f"{alias}.{f}" in named) for st, _, alias in p.uses],
+        lets,
+    )
+
+
+def _timed_names(p: _Plan) -> tuple[set[str], list[tuple[str, Fn]]]:
+    """What a timing-only run evaluates of an instruction: the names its latency, issue, tokens,
+    accesses, setters, state indices and register effects mention, and the lets they need or
+    that may raise (a division, a shift, a call: skipping one could hide its error)."""
+    ins = p.ins
+    exprs: list[object] = [ins.latency, ins.issue, ins.pops, ins.pushes, ins.reads, ins.writes, ins.sets, ins.uses]
+    need = _named_in([*exprs, p.reg_effects])
+    keep: list[tuple[str, Fn]] = []
+    for (name, e), let in zip(reversed(ins.lets), reversed(p.lets), strict=True):
+        if name in need or _may_raise(e):
+            keep.append(let)
+            need |= {r.name for r in ex.refs(e)}
+    return need, keep[::-1]
+
+
+def _may_raise(e: ex.Expr) -> bool:
+    stack: list[ex.Expr] = [e]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, ex.Call) or (isinstance(x, ex.Bin) and x.op in ("/", "%", "<<", ">>")):
+            return True
+        stack.extend(children(x))
+    return False
 
 
 _EXPRS = (ex.Int, ex.Ref, ex.Sym, ex.Bin, ex.Un, ex.Call, ex.Cond, ex.InSet)
 
 
-def _named(ins: dm.Instr) -> set[str]:
-    """Every name any expression of the instruction mentions (its lets, latency, accesses,
-    tokens, setters and effects, however deep)."""
+def _named_in(roots: list[object]) -> set[str]:
+    """Every name any expression in `roots` (doc records, however deep) mentions."""
     out: set[str] = set()
-    stack: list[object] = [ins]
+    stack: list[object] = list(roots)
     while stack:
         x = stack.pop()
         if isinstance(x, _EXPRS):
@@ -222,13 +266,8 @@ class GenericSim:
             p.applied = [done[id(e)] for e in p.ins.effects]
             p.reg_applied = [done[id(e)] for e in p.reg_effects]
             if fast:
-                named = _named(p.ins)
-                p.params = {k: v for k, v in kb.params.items() if k in named}
-                p.decoders = [d for d in p.decoders if d[1] in named]
-                p.fields = [
-                    tuple((f"{alias}.{f}", f) for f in kb.states[st][1] if f"{alias}.{f}" in named)
-                    for st, _, alias in p.uses
-                ]
+                p.full = _scope(kb, p, _named_in([p.ins]), p.lets)
+                p.timed = _scope(kb, p, *_timed_names(p))
         self.end = [n for n, i in kb.instrs.items() if i.macro == END_OF_STREAM]
         self.views = fx.views(kb)
         self.macros = dict(macros or {})
@@ -312,7 +351,7 @@ class GenericSim:
                     ]
                 )
             assert plan is not None
-            env = self._env(plan, instr, state, regvals)
+            env = self._env(plan, instr, state, regvals, plan.full if memories is not None else plan.timed)
             for eff, applied in plan.applied if memories is not None else plan.reg_applied:
                 try:
                     points += applied(regmem, env)
@@ -440,28 +479,31 @@ class GenericSim:
                 out[i] = int(v)
         return out
 
-    def _env(self, plan: _Plan, instr: Instr, state: Mapping[str, Any], regvals: Mapping[int, int]) -> dict[str, Any]:
-        env: dict[str, Any] = dict(self.kb.params if plan.params is None else plan.params)
+    def _env(
+        self, plan: _Plan, instr: Instr, state: Mapping[str, Any], regvals: Mapping[int, int], scope: _Scope | None
+    ) -> dict[str, Any]:
+        """The names an instruction's expressions see (`scope`: only those a run needs)."""
+        env: dict[str, Any] = dict(self.kb.params if scope is None else scope.params)
         args = instr.args
         for o, a in zip(plan.ins.operands, args, strict=True):
             env[o.name] = a
         for i, _, name in plan.regs:
             if i in regvals:
                 env[name] = regvals[i]
-        for i, name, shift, mask in plan.decoders:
+        for i, name, shift, mask in plan.decoders if scope is None else scope.decoders:
             env[name] = (args[i] >> shift) & mask
         env["op"] = instr.op.lower()
-        if plan.fields is None:
+        if scope is None:
             for st, idx, alias in plan.uses:
                 rec = state[st][idx(env)] if idx is not None else state[st]
                 for f, v in rec.items():
                     env[f"{alias}.{f}"] = v
         else:
-            for (st, idx, _), fields in zip(plan.uses, plan.fields, strict=True):
+            for (st, idx, _), fields in zip(plan.uses, scope.fields, strict=True):
                 rec = state[st][idx(env)] if idx is not None else state[st]
                 for name, f in fields:
                     if f in rec:
                         env[name] = rec[f]
-        for name, fn in plan.lets:
+        for name, fn in plan.lets if scope is None else scope.lets:
             env[name] = fn(env)
         return env
