@@ -11,7 +11,12 @@ from tests.support import load_script
 def test_one_default_per_target_gives_every_row_and_the_summary(tmp_path: Path, capsys) -> None:  # noqa: ANN001
     bench = load_script("generic_sim_speed")
     out = tmp_path / "speed.json"
-    assert bench.main(["--gemmini", "odd_pad", "--plena", "rope_4x64", "--vta", "dense_128", "--json", str(out)]) == 0
+    assert (
+        bench.main(
+            ["--gemmini", "odd_pad", "--plena", "rope_4x64", "--vta", "dense_128", "--reps", "1", "--json", str(out)]
+        )
+        == 0
+    )
     got = json.loads(out.read_text())
     rows = {(r["target"], r["simulator"], r["mode"]): r for r in got["rows"]}
     for target in ("gemmini", "plena"):
