@@ -198,10 +198,10 @@ def _run_ints(mem: fx.Memories, s: _Step, cols: Mapping[str, Any]) -> bool:
     ridx = [r.index(cols) for r in s.refs]
     vals = [f(cols) for f in s.vals]
     for x in vals:
-        if not _scalar(x) or not _I64[0] <= int(x) < _I64[1]:
+        if (type(x) is not int and np.ndim(x) != 0) or not _I64[0] <= int(x) < _I64[1]:
             return False
     for x in (t, *ridx):
-        if not _scalar(x):
+        if type(x) is not int and np.ndim(x) != 0:
             return False
     args: list[int] = []
     ri, vi = 0, 0
@@ -210,7 +210,7 @@ def _run_ints(mem: fx.Memories, s: _Step, cols: Mapping[str, Any]) -> bool:
             v = s.refs[ri].view
             k = _at(mem, v, ridx[ri], a, "reads")
             ri += 1
-            args.append(int(mem.flat(v)[k, 0]))
+            args.append(int(_rows(mem, v)[k, 0]))
         else:
             args.append(int(vals[vi]))
             vi += 1
@@ -219,14 +219,22 @@ def _run_ints(mem: fx.Memories, s: _Step, cols: Mapping[str, Any]) -> bool:
     if s.signed and y >> (s.bits - 1):
         y -= 1 << s.bits
     k = _at(mem, s.target, t, a, "writes")
-    mem.flat(s.target)[k, 0] = y
+    _rows(mem, s.target)[k, 0] = y
     return True
+
+
+def _rows(mem: fx.Memories, v: fx.View) -> np.ndarray:
+    """`Memories.flat(v)`: for a view that is its memory (a register file), the array itself."""
+    arr = mem.arrays[v.memory]
+    if v.name == v.memory and arr.dtype == v.dtype and arr.ndim == 2 and arr.shape[1] == v.rows * v.cols:
+        return arr
+    return mem.flat(v)
 
 
 def _at(mem: fx.Memories, v: fx.View, i: Any, a: dm.Assign, what: str) -> int:
     """An index of one point as the interpreter's int64 column holds it, bounds checked
     (the interpreter's message on a bad one)."""
-    if not _scalar(i):
+    if type(i) is not int and np.ndim(i) != 0:
         i = np.broadcast_to(np.asarray(i, dtype=np.int64), (1,))[0]
     k = int(i)
     if not 0 <= k < v.count:

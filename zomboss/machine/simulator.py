@@ -374,8 +374,8 @@ class GenericSim:
                     ) from None
             if timing:
                 lat = int(plan.latency(env)) if plan.latency is not None else 1
-                pops = self._tokens(plan.pops, env, n, instr)
-                pushes = self._tokens(plan.pushes, env, n, instr)
+                pops = self._tokens(plan.pops, env, n, instr) if plan.pops else ()
+                pushes = self._tokens(plan.pushes, env, n, instr) if plan.pushes else ()
                 issue = max(int(plan.issue(env)), 0) if plan.issue is not None else None
                 reads, writes = self._footprints(plan, instr, env) if plan.footprints or plan.registers else ((), ())
                 ops.append(Op(plan.ins.unit, max(lat, 0), pops, pushes, plan.memory, instr.line, issue, reads, writes))
