@@ -50,6 +50,7 @@ from zomboss.knowledge import KB, Violation, scope_names
 from zomboss.legality import Checker
 from zomboss.machine import effects as fx
 from zomboss.machine.compiled import Applied, compile_effect
+from zomboss.machine.replay import replay_for
 from zomboss.machine.timing import Op, Schedule, Span, channels, interlocked, queue_arrays, schedule
 from zomboss.program import Instr
 from zomboss.util import MAX_INSTRUCTIONS, LimitError
@@ -241,6 +242,8 @@ class Run:
     memories: fx.Memories | None
     wall_s: float
     counts: dict[str, int] = field(default_factory=dict)
+    extrapolation: dict[str, int] | None = None  # what an extrapolating run replayed (replay.Replay.report)
+    registers: fx.Memories | None = field(default=None, repr=False)  # the registers at the end (every run)
 
     @property
     def cycles(self) -> int:
@@ -299,9 +302,12 @@ class GenericSim:
         check: bool = False,
         max_instructions: int = MAX_INSTRUCTIONS,
         timing: bool = True,
+        extrapolate: bool = False,
     ) -> Run:
         """Execute `instrs` (effects only with `memories`, rules only with `check`, the
-        schedule only with `timing`; without it the run's schedule is empty)."""
+        schedule only with `timing`; without it the run's schedule is empty). `extrapolate`:
+        a timing-only run replays the steady iterations of hardware loops (`replay.py`) when
+        the machine has no macro hooks; the run's `extrapolation` says what it replayed."""
         t0 = time.perf_counter()
         kb = self.kb
         checker = Checker(kb) if check else None
@@ -316,6 +322,9 @@ class GenericSim:
         program = list(self.stream(instrs))
         loops: list[tuple[int, str, int]] = []  # open hardware loops: (body pc, regfile, register)
         pending: list[Iterator[Instr]] = []  # macro expansions under way
+        rep = None
+        if extrapolate and memories is None and checker is None and timing and not hooks:
+            rep = replay_for(regmem, tuple(sorted(self.plans)), tuple(kb.regfiles))
         pc, n = 0, -1
         while pending or pc < len(program):
             if pending:
@@ -387,9 +396,27 @@ class GenericSim:
             if macro in (LOOP_START, LOOP_END, LOOP_BREAK):
                 if at < 0:
                     raise ZombossError(f"line {instr.line}: {instr.op} (a hardware loop) inside a macro's expansion")
-                jump = self._loop(macro, plan, instr, loops, at, regmem, n)
+                jump, depth = self._loop(macro, plan, instr, loops, at, regmem, n)
                 if jump is not None:
                     pc = jump
+                if rep is None:
+                    continue
+                rep.forget(depth + 1 if jump is not None else depth)
+                if jump is None or depth != len(loops) - 1 or loops[depth][1] not in rep.sizes:
+                    continue
+                key = (depth, *loops[depth])
+                _, rf, r = loops[depth]
+                m = rep.mark(regmem, len(ops), n + 1, points, counts, state)
+                periods, p = rep.boundary(key, m, ops, int(regmem.arrays[rf][r, 0]))
+                if periods:
+                    k, dn, dcounts, dpoints = rep.advance(key, regmem, periods, p)
+                    ops.extend(ops[len(ops) - k :] * periods)
+                    n += periods * dn
+                    if n >= max_instructions:
+                        raise LimitError(f"the program executes more than {max_instructions:,} instructions")
+                    points += periods * dpoints
+                    for name, c in dcounts.items():
+                        counts[name] = counts.get(name, 0) + periods * c
                 continue
             hook = hooks.get(macro)
             if hook is not None:
@@ -397,22 +424,24 @@ class GenericSim:
                     raise ZombossError(f"line {instr.line}: {instr.op} is a macro inside a macro's expansion")
                 pending.append(iter(hook(instr, state)))
         sched = schedule(kb, ops)
-        return Run(sched, n + 1, points, memories, time.perf_counter() - t0, counts)
+        ext = rep.report() if rep is not None else None
+        return Run(sched, n + 1, points, memories, time.perf_counter() - t0, counts, ext, regmem)
 
     @staticmethod
     def _loop(
         macro: str, plan: _Plan, instr: Instr, loops: list[tuple[int, str, int]], at: int, regs: fx.Memories, n: int
-    ) -> int | None:
-        """A built-in hardware-loop macro (after its effects ran): the next pc, or None."""
+    ) -> tuple[int | None, int]:
+        """A built-in hardware-loop macro (after its effects ran): the next pc (None: the next
+        instruction) and the depth of the loop it opened, closed or jumped back to."""
         if macro == LOOP_START:
             loops.append((at + 1, plan.ins.operands[plan.counter].kind, instr.args[plan.counter]))
-            return None
+            return None, len(loops) - 1
         if macro == LOOP_BREAK:
             if not loops:
                 raise IllegalProgram([Violation("loop.open", f"{instr.op}: no open loop", "", n, instr.line, instr.op)])
             _, rf, r = loops.pop()
             regs.arrays[rf][r] = 0
-            return None
+            return None, len(loops)
         rf, r = plan.ins.operands[plan.counter].kind, instr.args[plan.counter]
         for k in range(len(loops) - 1, -1, -1):
             if loops[k][1:] == (rf, r):
@@ -422,9 +451,9 @@ class GenericSim:
                 [Violation("loop.open", f"{instr.op}: no open loop is counted by {rf}{r}", "", n, instr.line, instr.op)]
             )
         if regs.arrays[rf][r, 0]:
-            return loops[k][0]
+            return loops[k][0], k
         del loops[k]
-        return None
+        return None, k
 
     @staticmethod
     def _tokens(

@@ -124,7 +124,7 @@ class DocTarget(TargetBase[KB, DocInstance, Program]):
         return mem
 
     def _run(
-        self, inst: DocInstance, program: Program, mode: Mode, budget: int = MAX_INSTRUCTIONS
+        self, inst: DocInstance, program: Program, mode: Mode, budget: int = MAX_INSTRUCTIONS, extrapolate: bool = False
     ) -> tuple[Run, bool | None]:
         kb = self.kb(inst.params)
         if mode is Mode.VERIFIED:
@@ -132,12 +132,18 @@ class DocTarget(TargetBase[KB, DocInstance, Program]):
             run = self.sim(kb).run(program.instrs, mem, check=True, max_instructions=budget)
             got = mem.arrays[self.external][inst.out_offset : inst.out_offset + len(inst.reference)]
             return run, bool(np.array_equal(got, inst.reference))
-        return self.sim(kb).run(program.instrs, check=mode is Mode.CHECKED, max_instructions=budget), None
+        run = self.sim(kb).run(
+            program.instrs,
+            check=mode is Mode.CHECKED,
+            max_instructions=budget,
+            extrapolate=extrapolate and mode is Mode.TIMING,
+        )
+        return run, None
 
     def evaluate(self, inst: DocInstance, mapping: KnobMapping, mode: Mode, *, extrapolate: bool = True) -> Evaluation:
         t0 = time.perf_counter()
         program = self.lower(inst, mapping)
-        run, verified = self._run(inst, program, mode)
+        run, verified = self._run(inst, program, mode, extrapolate=extrapolate)
         return Evaluation(
             target=self.name,
             workload=inst.workload.id,
@@ -154,7 +160,10 @@ class DocTarget(TargetBase[KB, DocInstance, Program]):
 
     @staticmethod
     def _report(run: Run, program: Program) -> dict[str, Any]:
-        return {
+        """What the run did; `extrapolation` (a timing evaluation whose program has hardware
+        loops): the loops watched, replayed and simulated in full, and the iterations and
+        instructions replayed rather than executed."""
+        out: dict[str, Any] = {
             "static_instructions": len(program),
             "counts": dict(run.counts),
             "unit_busy": dict(run.schedule.busy),
@@ -162,6 +171,9 @@ class DocTarget(TargetBase[KB, DocInstance, Program]):
             "sim_wall_s": round(run.wall_s, 3),
             "simulator": "zomboss.generic_sim (from the doc's effects, rules and latencies)",
         }
+        if run.extrapolation and run.extrapolation["loops"]:
+            out["extrapolation"] = dict(run.extrapolation)
+        return out
 
     def bound(self, wl: Workload, params: Params, mapping: KnobMapping | None = None) -> int:
         """The workload's own bound; for a mapping, also its busiest unit (units run in order)."""
