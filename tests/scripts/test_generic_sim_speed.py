@@ -20,11 +20,13 @@ def test_one_default_per_target_gives_every_row_and_the_summary(tmp_path: Path, 
     got = json.loads(out.read_text())
     rows = {(r["target"], r["simulator"], r["mode"]): r for r in got["rows"]}
     for target in ("gemmini", "plena"):
-        for mode in ("functional", "timing", "extrapolated"):
-            assert (target, "hand-written", mode) in rows, (target, mode)
-        generic = [rows[target, "generic", m] for m in ("functional", "timing")]
+        for sim in ("generic", "hand-written"):
+            for mode in ("functional", "timing", "extrapolated"):
+                assert (target, sim, mode) in rows, (target, sim, mode)
+        generic = [rows[target, "generic", m] for m in ("functional", "timing", "extrapolated")]
         assert len({r["cycles"] for r in generic}) == 1  # one doc, one schedule, whatever the mode
-        assert len({r["instructions"] for r in generic}) == 1
+        assert len({r["instructions"] for r in generic[:2]}) == 1
+        assert generic[2]["equivalent"] == generic[1]["instructions"] >= generic[2]["instructions"]
         assert rows[target, "hand-written", "functional"]["verified"] is True
     assert rows["gemmini", "generic", "functional"]["verified"] is True
     assert rows["vta", "generic", "functional"]["verified"] is True
@@ -38,7 +40,9 @@ def test_the_interpreter_rows_time_the_same_schedule(tmp_path: Path) -> None:
     argv = ["--gemmini", "", "--plena", "rope_4x64", "--vta", "", "--no-hand", "--interpreter", "--json", str(out)]
     assert bench.main(argv) == 0
     rows = json.loads(out.read_text())["rows"]
-    assert {(r["simulator"], r["mode"]) for r in rows} == {
-        (s, m) for s in ("interpreter", "generic") for m in ("functional", "timing")
+    modes = {(r["simulator"], r["mode"]) for r in rows}
+    assert modes == {(s, m) for s in ("interpreter", "generic") for m in ("functional", "timing")} | {
+        ("generic", "extrapolated")
     }
-    assert len({(r["cycles"], r["instructions"]) for r in rows}) == 1
+    assert len({r["cycles"] for r in rows}) == 1
+    assert len({r["equivalent"] or r["instructions"] for r in rows}) == 1
