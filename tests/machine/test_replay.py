@@ -49,8 +49,18 @@ def _plena_default(wid: str) -> list[Instr]:
     return list(TARGET.kernel(inst, None).program.instrs)
 
 
-@pytest.mark.parametrize("wid", ["rope_4x64", "rms_64x384", "attn_64", "rope_64x128"])
+FAST = ("rope_4x64", "rms_64x384", "attn_64", "rope_64x128")
+
+
+def _suite() -> list[str]:
+    from zomboss.targets.plena.suite import SUITE
+
+    return [w.id for w in SUITE]
+
+
+@pytest.mark.parametrize("wid", [pytest.param(w, marks=() if w in FAST else pytest.mark.slow) for w in _suite()])
 def test_plena_defaults_replayed_time_as_simulated(wid: str) -> None:
+    """Every suite default (the slow ones in `make test-slow`)."""
     sim = _plena()[1]
     instrs = _plena_default(wid)
     full, ext = sim.run(instrs), sim.run(instrs, extrapolate=True)
