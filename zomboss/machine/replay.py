@@ -25,6 +25,10 @@ from zomboss.machine.timing import Op
 
 MAX_PERIOD = 8  # iterations of the longest period looked for
 PROBE = 2 * MAX_PERIOD + 4  # iterations of a loop watched before it is simulated in full
+# a loop whose counter starts its second iteration below this is not watched: the counter counts
+# down by at least one per iteration, so fewer are left than two periods seen, one replayed and
+# the last one run need
+SHORT = 5
 
 
 @dataclass(frozen=True)
@@ -77,7 +81,8 @@ class Replay:
         """Loops at `depth` and deeper closed: their watchers go."""
         for key in [k for k in self.watch if k[0] >= depth]:
             del self.watch[key]
-        self.given_up = {k for k in self.given_up if k[0] < depth}
+        if any(k[0] >= depth for k in self.given_up):
+            self.given_up = {k for k in self.given_up if k[0] < depth}
 
     def mark(self, regs: fx.Memories, ops: int, n: int, points: int, counts: dict[str, int], state: object) -> _Mark:
         ints = [regs.arrays[rf][:, 0].astype(np.int64) for rf in self.regfiles]
@@ -91,13 +96,21 @@ class Replay:
             fixed,
         )
 
+    def wants(self, key: tuple[int, int, str, int], counter: int) -> bool:
+        """Whether to mark this iteration of loop `key` (its counter holding `counter`): not for
+        a loop given up or replayed, nor one too short to gain from a replay."""
+        if key in self.given_up:
+            return False
+        if key not in self.watch and counter < SHORT:
+            self.given_up.add(key)  # too few iterations left for a period to be seen and skipped
+            return False
+        return True
+
     def boundary(self, key: tuple[int, int, str, int], m: _Mark, ops: list[Op], counter: int) -> tuple[int, int]:
         """At the start of an iteration of loop `key` (depth, body pc, counter register), the
         counter holding `counter`: (whole periods to replay, period length), or (0, 0). The
         iterations left follow from the counter's step per period, which must count it down
         evenly to zero; the last one is never replayed (it closes the loop)."""
-        if key in self.given_up:
-            return 0, 0
         marks = self.watch.setdefault(key, [])
         if not marks:
             self.loops += 1

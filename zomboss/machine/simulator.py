@@ -406,8 +406,11 @@ class GenericSim:
                     continue
                 key = (depth, *loops[depth])
                 _, rf, r = loops[depth]
+                counter = int(regmem.arrays[rf][r, 0])
+                if not rep.wants(key, counter):
+                    continue
                 m = rep.mark(regmem, len(ops), n + 1, points, counts, state)
-                periods, p = rep.boundary(key, m, ops, int(regmem.arrays[rf][r, 0]))
+                periods, p = rep.boundary(key, m, ops, counter)
                 if periods:
                     k, dn, dcounts, dpoints = rep.advance(key, regmem, periods, p)
                     ops.extend(ops[len(ops) - k :] * periods)
