@@ -49,7 +49,24 @@ def _plena_default(wid: str) -> list[Instr]:
     return list(TARGET.kernel(inst, None).program.instrs)
 
 
-FAST = ("rope_4x64", "rms_64x384", "attn_64", "rope_64x128")
+# under half a second each (the rest take 1 to 80 s: `make test-slow`)
+FAST = (
+    "rope_4x64",
+    "rope_64x64",
+    "rope_256x64",
+    "rope_64x128",
+    "rope_512x128",
+    "rms_4x384",
+    "rms_64x384",
+    "rms_64x576",
+    "rms_16x2048",
+    "rms_4x4096",
+    "sm_64x64",
+    "sm_16x64",
+    "sm_64x128",
+    "sm_32x256",
+    "attn_64",
+)
 
 
 def _suite() -> list[str]:
