@@ -136,12 +136,14 @@ def test_a_bf16_packed_registers_val_is_its_16_bit_pattern(x: np.ndarray) -> Non
 
 
 @settings(max_examples=100, deadline=None)
-@given(x=ROW, y=ROW)
-def test_effects_compute_on_bf16_packed_as_on_float32_held_bf16(x: np.ndarray, y: np.ndarray) -> None:
+@given(x=ROW, y=ROW, w=st.lists(ROW, min_size=8, max_size=8))
+def test_effects_compute_on_bf16_packed_as_on_float32_held_bf16(x: np.ndarray, y: np.ndarray, w: list) -> None:
     """The same ops on both element types end in the same values, bit for bit (NaNs included):
-    a doc may switch its memories between them without changing what it computes."""
+    a doc may switch its memories between them without changing what it computes. A mac into
+    one row from several points rounds at every step (uint16 storage is no integer sum)."""
     mem = Memories(KB)
     mem.arrays["src"][0], mem.arrays["src"][1] = x, y
+    mem.arrays["big"][0] = np.concatenate(w)
     for op in ("ST_V", "ST_F"):
         _run(mem, op, d=0, s=0)
         _run(mem, op, d=1, s=1)
@@ -149,6 +151,8 @@ def test_effects_compute_on_bf16_packed_as_on_float32_held_bf16(x: np.ndarray, y
         _run(mem, op, d=d, a=0, b=1)
     _run(mem, "EXP", d=6, a=0)
     _run(mem, "RSUM", d=7, a=1)
+    _run(mem, "MAC", d=1, a=0, n=8)  # row 1 += src row i times w, for i < 8: one target, 8 points
+    assert bf16_from_bits(mem.arrays["wt"]).tobytes() == mem.arrays["wf"].tobytes()
     assert bf16_from_bits(mem.arrays["vb"]).tobytes() == mem.arrays["vf"].tobytes()
 
 

@@ -103,9 +103,10 @@ class View:
 
     @property
     def values(self) -> Any:
-        """The NumPy type effects compute this view's values in: float32 for a number format
-        (a `bf16_packed` view stores uint16 patterns but its values are floats), else `dtype`."""
-        return np.float32 if self.fmt in nf.FORMATS else self.dtype
+        """The NumPy type of the values effects write through this view: float32 for a format
+        whose writes narrow (`bf16_packed` stores uint16 patterns of float values), else `dtype`."""
+        f = nf.FORMATS.get(self.fmt)
+        return np.float32 if f is not None and f.narrow is not None else self.dtype
 
     @property
     def elem_bytes(self) -> int:
