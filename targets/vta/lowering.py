@@ -11,6 +11,7 @@ Dense layers run as 1 x M images.
 
 from __future__ import annotations
 
+from zomboss.errors import WorkloadError
 from zomboss.knowledge import KB
 from zomboss.mapping import KnobMapping, space
 from zomboss.program import Instr, Program
@@ -146,30 +147,23 @@ def library(kb: KB, wl: Workload) -> KnobMapping:
     factors of 1 break the micro-op hazard rule, is not usable as is)."""
     sp = space(kb, wl.op)
     s = conv_shape(wl)
+
+    def mapping(source: str, h: int, w: int, ci: int, co: int, oc_t: int = 1, h_t: int = 1) -> KnobMapping:
+        """The op's knobs from conv2d tile factors (the inverse of `tiles`; dense: tile_b = w)."""
+        vals = {"tile_b": w if wl.op == "dense" else 1, "tile_h": h, "tile_w": w, "tile_ci": ci, "tile_co": co,
+                "oc_nthread": oc_t, "h_nthread": h_t}  # fmt: skip
+        return sp.mapping({x.name: vals[x.name] for x in sp.knobs}, wl.shape, source)
+
     if wl.id in TOPHUB_ID:
-        h, w, ci, co, oc_t, h_t, _ = TOPHUB[TOPHUB_ID[wl.id]]
-        vals = {
-            "tile_b": 1,
-            "tile_h": h,
-            "tile_w": w,
-            "tile_ci": ci,
-            "tile_co": co,
-            "oc_nthread": oc_t,
-            "h_nthread": h_t,
-        }
-        return sp.mapping({x.name: vals[x.name] for x in sp.knobs}, wl.shape, "tophub")
+        return mapping("tophub", *TOPHUB[TOPHUB_ID[wl.id]][:6])
     best = None
     divs = lambda n: [d for d in range(1, n + 1) if n % d == 0]  # noqa: E731
     for h in divs(s["ho"]) if wl.op == "conv2d" else [1]:
         for w in divs(s["wo"]):
             for co in divs(s["K"] // 16):
-                vals = {"tile_b": w if wl.op == "dense" else 1, "tile_h": h, "tile_w": w, "tile_ci": 1, "tile_co": co,
-                        "oc_nthread": 1, "h_nthread": 1}  # fmt: skip
-                m = sp.mapping({x.name: vals[x.name] for x in sp.knobs}, wl.shape, "fallback")
+                m = mapping("fallback", h, w, 1, co)
                 if not sp.violations(kb, m, wl.shape) and (best is None or h * w * co > best[0]):
                     best = (h * w * co, m)
     if best is None:
-        from zomboss.errors import WorkloadError
-
         raise WorkloadError(f"{wl.id}: no legal VTA tiling (see `zomboss space vta {wl.id}`)")
     return best[1]

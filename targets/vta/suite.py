@@ -8,7 +8,7 @@ import numpy as np
 
 from zomboss.errors import WorkloadError
 from zomboss.knowledge import KB
-from zomboss.target import DocInstance
+from zomboss.target import DocInstance, pack_image
 from zomboss.util import check_workload_bytes
 from zomboss.workload import FLAG, OpSchema, Workload
 
@@ -64,10 +64,6 @@ def conv_shape(wl: Workload) -> dict[str, int]:
     return s
 
 
-def _align(x: int) -> int:
-    return (x + 255) // 256 * 256
-
-
 def reference(x: np.ndarray, w: np.ndarray, s: dict[str, int]) -> np.ndarray:
     """NCHW int8 input, KCRS int8 weights -> NKHW int8 output, exactly as VTA computes it."""
     n, c, h, wd = x.shape
@@ -96,12 +92,6 @@ def make_instance(kb: KB, wl: Workload, params: dict, seed: int) -> DocInstance:
     xp = x.reshape(n, c // 16, 16, h, wd).transpose(0, 1, 3, 4, 2)
     wp = w.reshape(k // 16, 16, c // 16, 16, s["R"], s["S"]).transpose(0, 2, 4, 5, 1, 3)
     op = out.reshape(n, k // 16, 16, s["ho"], s["wo"]).transpose(0, 1, 3, 4, 2)
-    lay = {"uop": 0}
-    lay["inp"] = _align(kb.params["uop_depth"] * 4)
-    lay["wgt"] = _align(lay["inp"] + xp.size)
-    lay["out"] = _align(lay["wgt"] + wp.size)
-    img = np.zeros(lay["out"] + op.size, dtype=np.uint8)
-    img[lay["inp"] : lay["inp"] + xp.size] = np.ascontiguousarray(xp).view(np.uint8).ravel()
-    img[lay["wgt"] : lay["wgt"] + wp.size] = np.ascontiguousarray(wp).view(np.uint8).ravel()
+    img, lay = pack_image({"uop": kb.params["uop_depth"] * 4, "inp": xp, "wgt": wp, "out": op.size}, align=256)
     ref = np.ascontiguousarray(op).view(np.uint8).ravel()
     return DocInstance(wl, params, seed, img, lay["out"], ref, lay)

@@ -131,3 +131,16 @@ def test_every_external_memory_is_sized_by_the_instance(tmp_path: Path) -> None:
     for bad in ({"nowhere": 4}, {"dram": 4}):
         with pytest.raises(WorkloadError, match="not an external memory of the doc other than 'dram'"):
             t.memories(kb, dataclasses.replace(inst, memories=bad), program)
+
+
+def test_pack_image_lays_regions_out_in_order_at_the_alignment() -> None:
+    """An instance's image in one call: arrays as their bytes (C order, even from a transposed
+    view), sizes as zeroed room, each region at the next multiple of the alignment."""
+    from zomboss.target import pack_image
+
+    a = np.arange(6, dtype=np.int16).reshape(2, 3).T  # a non-contiguous view
+    img, lay = pack_image({"head": 3, "a": a, "b": np.array([-1], np.int8), "out": 5}, align=8)
+    assert lay == {"head": 0, "a": 8, "b": 24, "out": 32} and len(img) == 37 and img.dtype == np.uint8
+    assert img[8:20].view(np.int16).tolist() == [0, 3, 1, 4, 2, 5] and img[24] == 0xFF
+    assert not img[:8].any() and not img[20:24].any() and not img[25:].any()
+    assert pack_image({"x": np.ones(3, np.uint8), "y": 2})[1] == {"x": 0, "y": 3}

@@ -14,11 +14,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich import box
-from rich.console import Console
-from rich.table import Table
+if TYPE_CHECKING:  # (the commands that only show a status line do not load the solvers, nor rich)
+    from rich.console import Console
 
-if TYPE_CHECKING:  # (the commands that only show a status line do not load the solvers)
     from zomboss.solvers.exhaustive import ExhaustiveProgress
     from zomboss.solvers.search import SolveProgress
 
@@ -30,6 +28,8 @@ def status_line(enabled: bool, first: str) -> Iterator[Callable[[str], None] | N
     if not enabled or not sys.stderr.isatty():
         yield None
         return
+    from rich.console import Console  # (rich is loaded only when something is drawn: 20 ms of start-up)
+
     with Console(stderr=True).status(first) as status:
         yield status.update
 
@@ -120,6 +120,10 @@ def print_table(
 
         print("\n".join([title, line(columns), *(line(r) for r in rows)]))
         return
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
     console = console or Console()
     table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False)  # no side borders: room for the cells
     widths = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(columns)]

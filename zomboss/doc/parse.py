@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable
-from importlib import resources
 from typing import Any
 
 from lark import Lark, Token, Tree
@@ -17,18 +16,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 
 from zomboss import expr as ex
 from zomboss.doc import model as dm
-from zomboss.errors import ZombossError
-
-
-class DocError(ZombossError):
-    """A doc that cannot be read or is inconsistent; the message starts with file:line:col."""
-
-
-NAME = r"[A-Za-z_][A-Za-z0-9_]*"  # the grammar's NAME terminal
-
-
-def grammar_text() -> str:
-    return resources.files("zomboss.doc").joinpath("archdoc.lark").read_text()
+from zomboss.doc.grammar import DocError, grammar_text
 
 
 @functools.cache

@@ -9,7 +9,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from zomboss.doc import DocError, parse_doc
+from zomboss.doc import DocError
 from zomboss.doc import model as dm
 from zomboss.errors import ZombossError
 from zomboss.knowledge import cache
@@ -49,6 +49,8 @@ def load_kb(
         if kb is not None:
             _LOADED[str(cfile)] = kb
             return kb
+    from zomboss.doc.parse import parse_doc  # (lark loads only here: a cached KB needs no parser)
+
     kb = compile_doc(parse_doc(text, str(path)), path.stem, overrides)
     kb.digest = digest
     if kb.counts.get("wide_facts"):

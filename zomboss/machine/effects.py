@@ -12,7 +12,8 @@ nest writes falls back to one point at a time (still vectorised over the row).
 
 Effects never reach ASP: the KB keeps the `reads`/`writes` footprints. Number formats that
 need care are named hooks implemented once in the core: integer element types and
-`ROUNDING` here, float formats whose writes round (`bf16`) in `zomboss.numformats`.
+`ROUNDING` here, float formats whose writes round (`bf16`, and `bf16_packed` stored in 2 bytes)
+in `zomboss.numformats`.
 """
 
 from __future__ import annotations
@@ -101,6 +102,13 @@ class View:
         return f is not None and f.widen is not None and f.narrow is None
 
     @property
+    def values(self) -> Any:
+        """The NumPy type of the values effects write through this view: float32 for a format
+        whose writes narrow (`bf16_packed` stores uint16 patterns of float values), else `dtype`."""
+        f = nf.FORMATS.get(self.fmt)
+        return np.float32 if f is not None and f.narrow is not None else self.dtype
+
+    @property
     def elem_bytes(self) -> int:
         return self.rows * self.cols * np.dtype(self.dtype).itemsize
 
@@ -166,12 +174,14 @@ def views(kb: KB) -> dict[str, View]:
 
 
 def _retyped(d: dm.Decl, mem: Any, rows: int, cols: int, dt: Any, t: str) -> View:
-    """A view of an on-chip memory's rows as elements of another plain type (an int32 result in
-    a row of bytes): the row's bytes split into elements of rows x cols values of `t`."""
-    if mem.type in nf.FORMATS or t in nf.FORMATS:
+    """A view of an on-chip memory's rows as elements of another type (an int32 result in a
+    row of bytes, BF16 patterns in it): the row's bytes split into elements of rows x cols
+    values of `t`. A format held as values (`bf16`: float32) has no bytes of its own to share."""
+    if any(x in nf.FORMATS and not nf.FORMATS[x].coded for x in (mem.type, t)):
         raise ZombossError(
             f"{d.loc}: view {d.name}: {t} over {mem.type} memory {mem.name}: a view may change the type of a "
-            "memory of plain numbers only (not a number format such as bf16 or e4m3)"
+            "memory of plain numbers only, or of a format stored as its bits (bf16_packed, e4m3, e8m0), "
+            "not of bf16 (float32 values)"
         )
     row_bytes = (mem.width or 1) * np.dtype(DTYPES[mem.type]).itemsize
     elem = rows * cols * np.dtype(dt).itemsize
@@ -606,7 +616,7 @@ def _assign(mem: Memories, a: dm.Assign, cols: Mapping[str, Any], total: int) ->
                 col = next(vi)
                 args.append((col if rows is None else col[rows])[:, None, None])
         with np.errstate(all="ignore"):  # IEEE results (inf, NaN) are values here
-            out = _cast(args[0], tv.dtype, **opts) if a.op == "cast" else OPS[a.op](*args, **opts)
+            out = _cast(args[0], tv.values, **opts) if a.op == "cast" else OPS[a.op](*args, **opts)
         out = np.broadcast_to(np.asarray(out), (m, *np.shape(out)[1:]) if np.ndim(out) else (m, 1, 1))
         if out[0].size != n_el:
             out = np.broadcast_to(out.reshape(m, -1)[:, :1], (m, n_el)) if out[0].size == 1 else out
@@ -618,7 +628,7 @@ def _assign(mem: Memories, a: dm.Assign, cols: Mapping[str, Any], total: int) ->
     if (
         a.op == "mac"
         and not tv.external
-        and np.issubdtype(tv.dtype, np.integer)
+        and np.issubdtype(tv.values, np.integer)
         and refs
         and refs[0][0] is tv
         and np.array_equal(refs[0][1], tidx)

@@ -4,7 +4,8 @@ scales). A doc names them (`FORMATS`: an element type whose every write narrows;
 conversions an effect may apply); hand-written simulators import the same functions, so a
 doc-driven simulator and a hand-written one cannot round differently.
 
-Arrays of BF16 values are carried as float32 holding exactly-representable values. The MX
+Arrays of BF16 values are carried as float32 holding exactly-representable values (a doc's
+`bf16_packed` memory stores their 16-bit patterns instead, `bf16_bits` / `bf16_from_bits`). The MX
 quantizer is PLENA's hardware recipe (targets/plena/plena.md §2), not the OCP one: the block
 maximum maps into [1, 2), elements are rounded by "truncate to two fractional bits, then round
 half to even", and mantissas saturate instead of carrying into the exponent. Everything here
@@ -300,17 +301,29 @@ FUNCS: dict[str, Callable[..., np.ndarray]] = {
 
 @dataclass(frozen=True)
 class Format:
-    """An element type held as `storage` values that every write narrows with `narrow`
-    (None: plain NumPy conversion): a `bf16` memory keeps float32 values rounded to BF16."""
+    """An element type held as `storage` values that every write narrows with `narrow` (None:
+    plain NumPy conversion) and every read widens with `widen` (None: reads give what is
+    stored; a format with `widen` and no `narrow` is read-only codes)."""
 
     name: str
     storage: type
     narrow: Callable[[np.ndarray], np.ndarray] | None = None
-    widen: Callable[[np.ndarray], np.ndarray] | None = None  # codes -> values on every read (read-only)
+    widen: Callable[[np.ndarray], np.ndarray] | None = None  # codes -> values on every read
+
+    @property
+    def coded(self) -> bool:
+        """Whether storage holds the format's own bit encoding (read through `widen`), so that
+        the same bytes seen as another type mean something: a byte view of a `bf16_packed` row."""
+        return self.widen is not None
 
 
+# Two BF16 element types, equal in every value an effect computes: `bf16` keeps float32 values
+# rounded to BF16 (4 bytes an element, read without conversion: the form PLENA's doc and its
+# hand-written simulator share), `bf16_packed` keeps the 16-bit patterns (2 bytes an element, as
+# hardware stores them, so byte views and external memories see real BF16 bytes).
 FORMATS: dict[str, Format] = {
     "bf16": Format("bf16", np.float32, bf16_round),
+    "bf16_packed": Format("bf16_packed", np.uint16, bf16_bits, bf16_from_bits),
     "e4m3": Format("e4m3", np.uint8, None, e4m3_decode),  # MX element codes (PLENA's E4M3 table)
     "e8m0": Format("e8m0", np.uint8, None, e8m0_decode),  # MX scale codes: 2^(b - 127); 0 decodes to 0
 }

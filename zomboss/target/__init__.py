@@ -7,7 +7,7 @@ export) and the base of a target simulated from its doc (`doc_target`). Imports 
 from __future__ import annotations
 
 from zomboss.target.base import SidecarError, TargetBase, read_sidecar, sidecar_path, sidecar_seed, workload_key
-from zomboss.target.doc_target import DocInstance, DocTarget
+from zomboss.target.doc_target import DocInstance, DocTarget, pack_image
 from zomboss.target.protocol import (
     BREAKDOWN_KEYS,
     Evaluation,
@@ -38,6 +38,7 @@ __all__ = [
     "doc_for",
     "doc_path",
     "get_target",
+    "pack_image",
     "params_key",
     "read_sidecar",
     "sidecar_path",

@@ -51,6 +51,23 @@ class DocInstance:
     memories: Mapping[str, int] = field(default_factory=dict)  # bytes of every other external memory
 
 
+def pack_image(regions: Mapping[str, np.ndarray | int], align: int = 1) -> tuple[np.ndarray, dict[str, int]]:
+    """An external memory's image built from `regions` in order, each at the next multiple of
+    `align` bytes: an array's bytes (C order), or a size in bytes left zero (room for what a
+    lowering or the run writes). Returns the image (uint8) and each region's offset, the
+    `DocInstance.layout` a lowering reads — so a machine lays out its inputs in one call."""
+    layout: dict[str, int] = {}
+    end = 0
+    for name, r in regions.items():
+        layout[name] = -(-end // align) * align
+        end = layout[name] + (r if isinstance(r, int) else r.nbytes)
+    img = np.zeros(end, dtype=np.uint8)
+    for name, r in regions.items():
+        if not isinstance(r, int):
+            img[layout[name] : layout[name] + r.nbytes] = np.ascontiguousarray(r).view(np.uint8).ravel()
+    return img, layout
+
+
 class DocTarget(TargetBase[KB, DocInstance, Program]):
     """The protocol implemented once for doc-driven machines (subclasses add the hooks)."""
 

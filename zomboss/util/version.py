@@ -5,7 +5,6 @@ bench report (a number in a report is only comparable with the code that produce
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import importlib.util
 import subprocess
 from pathlib import Path
@@ -16,6 +15,8 @@ EXTRAS: dict[str, tuple[str, ...]] = {"plot": ("matplotlib",), "llm": ("openai",
 
 def version() -> str:
     """The installed distribution's version, or "unknown" when Zomboss runs uninstalled."""
+    import importlib.metadata  # (20 ms to import: only `--version`, `info` and reports ask)
+
     try:
         return importlib.metadata.version("zomboss")
     except importlib.metadata.PackageNotFoundError:

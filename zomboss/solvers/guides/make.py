@@ -8,7 +8,6 @@ from zomboss.errors import ZombossError
 from zomboss.solvers.guides import GUIDE_NAMES
 from zomboss.solvers.guides.base import Guide
 from zomboss.solvers.guides.cost import CostGuide
-from zomboss.solvers.guides.llm import LlmGuide
 from zomboss.solvers.guides.surrogate import SurrogateGuide
 
 
@@ -18,5 +17,7 @@ def make_guide(name: str, seed: int = 0, **options: Any) -> Guide:
     if name == "surrogate":
         return SurrogateGuide(seed)
     if name == "llm":
+        from zomboss.solvers.guides.llm import LlmGuide  # (the client and prompts load only for this guide)
+
         return LlmGuide(seed=seed, **options)
     raise ZombossError(f"--guide {name!r}: expected {', '.join(GUIDE_NAMES[:-1])} or {GUIDE_NAMES[-1]}")
