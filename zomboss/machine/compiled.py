@@ -273,7 +273,7 @@ def _run(mem: fx.Memories, s: _Step, cols: Mapping[str, Any]) -> None:
             args.append(vals[vi][:, None, None])
             vi += 1
     with np.errstate(all="ignore"):  # IEEE results (inf, NaN) are values here
-        out = fx._cast(args[0], tv.dtype, **opts) if s.cast else s.fn(*args, **opts)
+        out = fx._cast(args[0], tv.values, **opts) if s.cast else s.fn(*args, **opts)
     out = np.broadcast_to(np.asarray(out), (1, *np.shape(out)[1:]) if np.ndim(out) else (1, 1, 1))
     n_el = s.n_el
     if out[0].size != n_el:
