@@ -6,11 +6,14 @@ Usage: python scripts/timing_validation.py [--target T ...] [--mappings N] [--se
 
 Per target and op family, on the suite defaults (Candidate-0) and on N random legal mappings
 (seeded: `ranking.random_mappings`, a random skeleton sized under a random objective plus a
-few random knob edits) of the family's smallest suite instance, it runs each kernel timing-only
-on both models and reports the exact matches, the median and worst relative error
+few random knob edits) of the family's smallest suite instance, whose sound bound is within
+`--within` times Candidate-0's (absurd corners, 1-element tiles, take minutes to simulate and say
+nothing the others do not), it runs each kernel timing-only on both models and reports the exact matches, the median and worst relative error
 (generic / hand-written - 1) and Spearman's rank correlation between the two. A kernel whose
 hand-written run executes more than K instructions is left out of the generic run (the
-generic simulator times about 20k instructions a second) and counted as skipped.
+generic simulator times about 20k instructions a second) and counted as skipped. `--doc PATH`
+times the generic side from another version of the target's doc (a doc edit's effect on the
+agreement), with the target's own parameters.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ranking import random_mappings, spearman  # noqa: E402
 
-from zomboss.mapping import KnobMapping  # noqa: E402
+from zomboss.mapping import KnobMapping, space  # noqa: E402
 from zomboss.target import get_target  # noqa: E402
 
 TARGETS = ("plena", "gemmini")
@@ -68,7 +71,9 @@ def _plena(wl, mapping: KnobMapping | None, cap: int) -> tuple[int, int | None, 
     hand = simulate(k.program, inst.cfg, hbm0, fpsram_init=fp, modes=("rtl",), check=False, functional=False)
     if hand.instructions > cap:
         return hand.cycles["rtl"], None, hand.instructions
-    run = _cached(("plena",), lambda: GenericSim(inst.cfg.kb)).run(k.program.instrs, None, check=False)
+    run = _cached(("plena", DOC_OVERRIDE.get("plena")), lambda: GenericSim(_kb("plena", inst.cfg.kb))).run(
+        k.program.instrs, None, check=False
+    )
     if run.instructions != hand.instructions:
         raise AssertionError(
             f"{wl.id}: the generic run executed {run.instructions} instructions, not {hand.instructions}"
@@ -79,7 +84,10 @@ def _plena(wl, mapping: KnobMapping | None, cap: int) -> tuple[int, int | None, 
 def _gemmini(wl, mapping: KnobMapping | None, cap: int) -> tuple[int, int | None, int]:  # noqa: ANN001
     """(event-model cycles, generic cycles or None, executed commands) of one Gemmini kernel."""
     from zomboss.targets.gemmini import generic as G
+    from zomboss.targets.gemmini.presets import get_preset
     from zomboss.targets.gemmini.simulator import simulate
+
+    from zomboss.machine import GenericSim
 
     t = get_target("gemmini")
     inst: Any = t.instance(wl, {})
@@ -89,11 +97,32 @@ def _gemmini(wl, mapping: KnobMapping | None, cap: int) -> tuple[int, int | None
     n = int(hand.stats.get("instructions", 0)) if hasattr(hand, "stats") else 0
     if n > cap:
         return hand.cycles, None, n
-    run = _cached(("gemmini", inst.cfg.preset), lambda: G.generic_sim(inst.cfg)).run(program.instrs, None, check=False)
+
+    def make() -> Any:
+        if "gemmini" not in DOC_OVERRIDE:
+            return G.generic_sim(inst.cfg)
+        rtl = get_preset(inst.cfg.preset).rtl
+        return GenericSim(_kb("gemmini", None), {G.MACRO: lambda: G.LoopHook(inst.cfg, rtl)})
+
+    run = _cached(("gemmini", inst.cfg.preset, DOC_OVERRIDE.get("gemmini")), make).run(
+        program.instrs, None, check=False
+    )
     return hand.cycles, run.cycles, run.instructions
 
 
 _SIMS: dict[tuple, object] = {}
+DOC_OVERRIDE: dict[str, Path] = {}  # target -> the doc the generic side is timed from (`--doc`)
+
+
+def _kb(target: str, default: Any) -> Any:
+    """The KB the generic side uses: the target's (`default`), or one compiled from `--doc`."""
+    if target not in DOC_OVERRIDE:
+        return default
+    from zomboss.doc import parse_doc
+    from zomboss.knowledge import compile_doc
+
+    path = DOC_OVERRIDE[target]
+    return compile_doc(parse_doc(path.read_text(), str(path)), target, {})
 
 
 def _cached(key: tuple, make: Callable[[], object]):  # noqa: ANN202
@@ -105,17 +134,25 @@ def _cached(key: tuple, make: Callable[[], object]):  # noqa: ANN202
 RUNNERS = {"plena": _plena, "gemmini": _gemmini}
 
 
-def _smallest(t, wls: Sequence) -> dict[str, object]:  # noqa: ANN001
+def _smallest(t, wls: Sequence) -> dict[str, Any]:  # noqa: ANN001
     """Per family, its suite instance with the smallest bound (where random mappings are drawn)."""
-    out: dict[str, object] = {}
+    out: dict[str, Any] = {}
     for wl in wls:
         cur = out.get(wl.op)
-        if cur is None or (t.bound(wl, {}), wl.id) < (t.bound(cur, {}), cur.id):  # type: ignore[attr-defined]
+        if cur is None or (t.bound(wl, {}), wl.id) < (t.bound(cur, {}), cur.id):
             out[wl.op] = wl
     return out
 
 
-def rows(target: str, ids: Sequence[str], n_random: int, seed: int, cap: int, log: Callable[[str], None]) -> list[Row]:
+def rows(
+    target: str,
+    ids: Sequence[str],
+    n_random: int,
+    seed: int,
+    cap: int,
+    log: Callable[[str], None],
+    within: float = 8.0,
+) -> list[Row]:
     """Every kernel of one target, both models."""
     t = get_target(target)
     suite = list(t.suite())
@@ -125,7 +162,10 @@ def rows(target: str, ids: Sequence[str], n_random: int, seed: int, cap: int, lo
     if n_random:
         for wl in _smallest(t, wls).values():
             kb = t.kb({})
-            for m in random_mappings(kb, wl.op, wl.shape, n_random, seed):  # type: ignore[attr-defined]
+            sp = space(kb, wl.op)
+            ref = sp.cost("bound", t.reference_mappings(wl, {})["library"], wl.shape)
+            below = None if ref is None else int(within * ref) + 1
+            for m in random_mappings(kb, wl.op, wl.shape, n_random, seed, below=below):
                 jobs.append((wl, m, "random"))
     for wl, mp, kind in jobs:
         t0 = time.perf_counter()
@@ -212,16 +252,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--ids", nargs="*", default=[], help="only these suite instances (and their families)")
     ap.add_argument("--max-instructions", type=int, default=2_000_000, help="skip longer kernels' generic runs")
+    ap.add_argument("--within", type=float, default=8.0, help="random mappings' bound at most this x Candidate-0's")
+    ap.add_argument("--doc", action="append", default=[], metavar="TARGET=PATH", help="time the generic side from PATH")
     ap.add_argument("--json", help="write every row as JSON here")
     ap.add_argument("--markdown", help="write the summary table here")
     args = ap.parse_args(argv)
+    for spec in args.doc:
+        name, _, path = spec.partition("=")
+        DOC_OVERRIDE[name] = Path(path)
     t0 = time.perf_counter()
     all_rows: list[Row] = []
     for target in args.target or TARGETS:
         ids = [i for i in args.ids if i in {w.id for w in get_target(target).suite()}] if args.ids else []
         if args.ids and not ids:
             continue
-        all_rows += rows(target, ids, args.mappings, args.seed, args.max_instructions, lambda s: print(s, flush=True))
+        all_rows += rows(
+            target, ids, args.mappings, args.seed, args.max_instructions, lambda s: print(s, flush=True), args.within
+        )
     table = markdown(summarise(all_rows))
     print(table)
     print(f"{len(all_rows)} kernels in {time.perf_counter() - t0:.0f} s")

@@ -47,3 +47,19 @@ def test_the_summary_counts_exact_matches_errors_and_rank_agreement(tv):
     d = s["default"]
     assert (d.compared, d.exact) == (1, 1) and math.isnan(d.spearman)
     assert "| plena | f | random mappings | 3 (+1 skipped) | 1 | 10.00% | -25.00% | 1.000 |" in tv.markdown([r])
+
+
+def test_a_doc_given_with_doc_times_the_generic_side(tv, tmp_path):
+    """`--doc plena=PATH`: PLENA's doc without its blocking fetch overlaps the units, short of the
+    rtl clock (rms_4x384: 1,847 against 2,278 cycles)."""
+    from zomboss.targets.plena.config import DOC
+
+    doc = tmp_path / "plena.md"
+    doc.write_text(DOC.read_text().replace("fetch { blocking: 1 }", ""))
+    out = tmp_path / "rows.json"
+    try:
+        assert tv.main(["--ids", "rms_4x384", "--mappings", "0", "--doc", f"plena={doc}", "--json", str(out)]) == 0
+    finally:
+        tv.DOC_OVERRIDE.clear()
+    (row,) = json.loads(out.read_text())
+    assert (row["hand"], row["generic"]) == (2278, 1847)
