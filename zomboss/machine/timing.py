@@ -27,6 +27,14 @@ other, its data L cycles after the transfer, with at most N requests in flight; 
 completes at the later of its `latency` and its last access's data. A doc that declares no
 channel keeps every memory instruction's latency as written.
 
+A core that waits for each instruction to complete declares `fetch { blocking: 1 }`: the next
+instruction is dispatched when the one before it completes (the first at cycle 0), so the clock
+is the sum of the latencies (PLENA). A `stall S { after: P, before: C, on: M, dep: raw|waw|war,
+cycles: N }` is a pipeline hazard between adjacent instructions: C starts no earlier than N
+cycles after the instruction right before it completes, when that one is a P whose footprint on
+M meets C's (P wrote what C reads or writes, or read what C writes); the stalls that apply add
+up, and any instruction in between clears them.
+
 Every pop must find its token among those pushed by instructions earlier in program order
 (the docs' rules say so; a program that breaks this is refused here as a deadlock), so one
 pass in program order computes every start and end time exactly.
