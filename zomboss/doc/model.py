@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from zomboss.expr import Expr, substitute
+from zomboss.expr import Bin, Expr, Ref, substitute
 
 MAX_DOC_BYTES = 8 << 20  # an ISA doc larger than this is refused (the shipped ones are ~100 KB)
 
@@ -185,6 +185,20 @@ class Instr:
 CHANNEL_FIELDS = ("bandwidth", "latency", "outstanding")
 UNIT_CLASSES = ("compute", "memory", "control")  # an engine's `class`: where the breakdown counts its time
 ENGINE_FIELDS = ("queue", "inflight", "class")
+FETCH_FIELDS = ("blocking",)  # `fetch { blocking: 1 }`: the next instruction waits for this one to complete
+# `stall S { after: P, before: C, on: M, dep: raw, cycles: N }`: an adjacent-pair pipeline hazard
+STALL_FIELDS = ("after", "before", "on", "dep", "cycles")
+STALL_DEPS = ("raw", "waw", "war")
+
+
+def name_list(e: Expr) -> tuple[str, ...] | None:
+    """The names of `A | B | C` (a stall's `after`/`before`), or None if it is anything else."""
+    if isinstance(e, Ref) and len(e.parts) == 1:
+        return (e.parts[0],)
+    if isinstance(e, Bin) and e.op == "|":
+        a, b = name_list(e.left), name_list(e.right)
+        return None if a is None or b is None else a + b
+    return None
 
 
 @dataclass(frozen=True)
@@ -201,6 +215,12 @@ class Decl:
                                                     `issue`), of class compute, memory or control
     interlock M, R                                  a memory or register file whose accesses the
                                                     hardware orders (one Decl per name, no fields)
+    fetch { blocking: 1 }                           the fetch stage hands out an instruction only once
+                                                    the one before it has completed (name "fetch")
+    stall S { after: P, before: C, on: M,           C starts N cycles after the instruction right before
+              dep: raw, cycles: N }                 it completes when that one is a P whose writes of M
+                                                    C reads (raw) / writes (waw), or whose reads C
+                                                    writes (war); P, C: instructions or units, `|`-joined
     """
 
     kind: str

@@ -488,6 +488,12 @@ class _Builder:
     def s_unitdecl(self, t: Tree) -> None:
         self._decl(t, "engine")
 
+    def s_fetch(self, t: Tree) -> None:
+        self.doc.decls.append(dm.Decl("fetch", "fetch", self._kvs(t.children), self.loc(t)))
+
+    def s_stall(self, t: Tree) -> None:
+        self._decl(t, "stall")
+
     def s_interlock(self, t: Tree) -> None:
         for name in t.children:
             self.doc.decls.append(dm.Decl("interlock", str(name), {}, self.loc(t)))

@@ -242,6 +242,8 @@ def validate(kb: KB, overrides: Mapping[str, int] | None = None) -> None:
                     raise DocError(f"{cost.loc}: cost {cost.name} uses unknown name {r.name!r}")
     _validate_engines(kb)
     _validate_interlocks(kb)
+    _validate_fetch(kb)
+    _validate_stalls(kb)
     _validate_queues(kb)
     _check_exprs(kb)
 
@@ -257,6 +259,77 @@ def _validate_interlocks(kb: KB) -> None:
         if d.name in seen:
             raise DocError(f"{d.loc}: interlock {d.name}: given twice")
         seen.add(d.name)
+
+
+def _validate_fetch(kb: KB) -> None:
+    """`fetch { blocking: B }`: once, known fields, B 0 or 1."""
+    fetch = [d for d in kb.doc.decls if d.kind == "fetch"]
+    if len(fetch) > 1:
+        raise DocError(f"{fetch[1].loc}: fetch: given twice")
+    for d in fetch:
+        for k, e in d.fields.items():
+            if k not in dm.FETCH_FIELDS:
+                raise DocError(f"{d.loc}: fetch: unknown field {k!r} (fields: {', '.join(dm.FETCH_FIELDS)})")
+            if number(e, kb.params, d.loc, f"fetch {k}") not in (0, 1):
+                raise DocError(f"{d.loc}: fetch: {k} must be 0 or 1")
+
+
+def stall_members(kb: KB, names: tuple[str, ...]) -> set[str]:
+    """The instructions a stall's `after`/`before` names: an instruction, or every instruction of
+    a unit."""
+    out: set[str] = set()
+    for n in names:
+        out |= {n} if n in kb.instrs else {i.name for i in kb.instrs.values() if i.unit == n}
+    return out
+
+
+def _touches(kb: KB, ins: dm.Instr, on: str, write: bool) -> bool:
+    """Whether an instruction declares an access of `on`: a `reads`/`writes` footprint of a
+    memory, or any operand of a register file (which of its operands it reads or writes the
+    effects say)."""
+    if on in kb.regfiles:
+        return any(o.kind == on for o in ins.operands)
+    return any(a.memory == on for a in (ins.writes if write else ins.reads))
+
+
+def _validate_stalls(kb: KB) -> None:
+    """`stall S { after: P, before: C, on: M, dep: D, cycles: N }`: every field given and known; P
+    and C `|`-joined instructions or units; M a memory or register file that some P writes (reads,
+    for war) and some C reads (writes, for waw and war); D raw, waw or war; N a number >= 0.
+    A stall that can never apply is a misspelling, refused here."""
+    units = {i.unit for i in kb.instrs.values()}
+    for d in kb.doc.decls:
+        if d.kind != "stall":
+            continue
+        what = f"{d.loc}: stall {d.name}"
+        for k in d.fields:
+            if k not in dm.STALL_FIELDS:
+                raise DocError(f"{what}: unknown field {k!r} (fields: {', '.join(dm.STALL_FIELDS)})")
+        missing = [k for k in dm.STALL_FIELDS if k not in d.fields]
+        if missing:
+            raise DocError(f"{what}: needs {', '.join(missing)}")
+        dep = d.fields["dep"]
+        if not isinstance(dep, ex.Ref) or dep.name not in dm.STALL_DEPS:
+            raise DocError(f"{what}: dep {ex.show(dep)} is not one of {', '.join(dm.STALL_DEPS)}")
+        on = d.fields["on"]
+        if not isinstance(on, ex.Ref) or (on.name not in kb.memories and on.name not in kb.regfiles):
+            raise DocError(f"{what}: on {ex.show(on)} is not a memory or register file")
+        sides = {}
+        for k in ("after", "before"):
+            names = dm.name_list(d.fields[k])
+            if names is None:
+                raise DocError(f"{what}: {k} must name instructions or units, `A | B`")
+            for n in names:
+                if n not in kb.instrs and n not in units:
+                    raise DocError(f"{what}: {k} {n!r} is not an instruction or a unit")
+            sides[k] = stall_members(kb, names)
+        w_after, w_before = dep.name != "war", dep.name != "raw"
+        if not any(_touches(kb, kb.instrs[i], on.name, w_after) for i in sides["after"]):
+            raise DocError(f"{what}: no instruction of after {'writes' if w_after else 'reads'} {on.name}")
+        if not any(_touches(kb, kb.instrs[i], on.name, w_before) for i in sides["before"]):
+            raise DocError(f"{what}: no instruction of before {'writes' if w_before else 'reads'} {on.name}")
+        if number(d.fields["cycles"], kb.params, d.loc, f"stall {d.name} cycles") < 0:
+            raise DocError(f"{what}: cycles must be at least 0")
 
 
 def _validate_queues(kb: KB) -> None:

@@ -51,7 +51,7 @@ from zomboss.legality import Checker
 from zomboss.machine import effects as fx
 from zomboss.machine.compiled import Applied, compile_effect
 from zomboss.machine.replay import replay_for
-from zomboss.machine.timing import Op, Schedule, Span, channels, interlocked, queue_arrays, schedule
+from zomboss.machine.timing import Op, Schedule, Span, channels, interlocked, queue_arrays, schedule, stalls
 from zomboss.program import Instr
 from zomboss.util import MAX_INSTRUCTIONS, LimitError
 
@@ -175,7 +175,8 @@ def _register_use(ins: dm.Instr, name: str, rf: str) -> tuple[bool, bool]:
 
 def _plans(kb: KB) -> dict[str, _Plan]:
     views = fx.views(kb)
-    tracked = interlocked(kb) | set(channels(kb))  # what the timing model needs footprints of
+    # what the timing model needs footprints of
+    tracked = interlocked(kb) | set(channels(kb)) | {s.on for s in stalls(kb)}
     arrays = queue_arrays(kb)
     out = {}
     for ins in kb.instrs.values():
@@ -387,7 +388,8 @@ class GenericSim:
                 pushes = self._tokens(plan.pushes, env, n, instr) if plan.pushes else ()
                 issue = max(int(plan.issue(env)), 0) if plan.issue is not None else None
                 reads, writes = self._footprints(plan, instr, env) if plan.footprints or plan.registers else ((), ())
-                ops.append(Op(plan.ins.unit, max(lat, 0), pops, pushes, plan.memory, instr.line, issue, reads, writes))
+                unit, line = plan.ins.unit, instr.line
+                ops.append(Op(unit, max(lat, 0), pops, pushes, plan.memory, line, issue, reads, writes, instr.op))
             counts[instr.op] = counts.get(instr.op, 0) + 1
             for st, idx, fld, val in plan.sets:
                 rec = state[st][idx(env)] if idx is not None else state[st]

@@ -27,6 +27,14 @@ other, its data L cycles after the transfer, with at most N requests in flight; 
 completes at the later of its `latency` and its last access's data. A doc that declares no
 channel keeps every memory instruction's latency as written.
 
+A core that waits for each instruction to complete declares `fetch { blocking: 1 }`: the next
+instruction is dispatched when the one before it completes (the first at cycle 0), so the clock
+is the sum of the latencies (PLENA). A `stall S { after: P, before: C, on: M, dep: raw|waw|war,
+cycles: N }` is a pipeline hazard between adjacent instructions: C starts no earlier than N
+cycles after the instruction right before it completes, when that one is a P whose footprint on
+M meets C's (P wrote what C reads or writes, or read what C writes); the stalls that apply add
+up, and any instruction in between clears them.
+
 Every pop must find its token among those pushed by instructions earlier in program order
 (the docs' rules say so; a program that breaks this is refused here as a deadlock), so one
 pass in program order computes every start and end time exactly.
@@ -48,8 +56,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from zomboss import expr as ex
+from zomboss.doc.model import name_list
 from zomboss.errors import IllegalProgram
 from zomboss.knowledge import KB, Violation
+from zomboss.knowledge.validate import stall_members
 
 UNBOUNDED = 1 << 30
 Span = tuple[str, int, int]  # (memory or register file, first row or register, one past the last)
@@ -69,6 +79,7 @@ class Op:
     issue: int | None = None
     reads: tuple[Span, ...] = ()
     writes: tuple[Span, ...] = ()
+    name: str = ""  # its mnemonic (what `stall` declarations name)
 
 
 class _Scoreboard:
@@ -172,6 +183,56 @@ def interlocked(kb: KB) -> set[str]:
     return {d.name for d in kb.doc.decls if d.kind == "interlock"}
 
 
+def blocking(kb: KB) -> bool:
+    """Whether the doc's fetch stage waits for each instruction to complete (`fetch { blocking: 1 }`)."""
+    return any(d.kind == "fetch" and _decl_int(kb, d.fields.get("blocking"), 0) == 1 for d in kb.doc.decls)
+
+
+@dataclass(frozen=True)
+class Stall:
+    """A `stall` declaration: an instruction of `before` starts `cycles` after the instruction
+    right before it completes when that one, of `after`, wrote what it reads (`raw`) or writes
+    (`waw`) of `on`, or read what it writes (`war`)."""
+
+    name: str
+    after: frozenset[str]
+    before: frozenset[str]
+    on: str
+    dep: str
+    cycles: int
+
+
+def stalls(kb: KB) -> list[Stall]:
+    """The doc's stall declarations, their instruction sets resolved (the KB validated them)."""
+    out = []
+    for d in kb.doc.decls:
+        if d.kind == "stall":
+            f = d.fields
+            sides = [frozenset(stall_members(kb, name_list(f[k]) or ())) for k in ("after", "before")]
+            on, dep = f["on"], f["dep"]
+            assert isinstance(on, ex.Ref) and isinstance(dep, ex.Ref)
+            out.append(Stall(d.name, sides[0], sides[1], on.name, dep.name, _decl_int(kb, f["cycles"], 0)))
+    return out
+
+
+def _meets(a: tuple[Span, ...], b: tuple[Span, ...], on: str) -> bool:
+    """Whether two footprints overlap on `on`."""
+    return any(n == on and m == on and lo < hi2 and lo2 < hi for n, lo, hi in a for m, lo2, hi2 in b)
+
+
+def _stall(rules: Sequence[Stall], prev: Op, cur: Op) -> int:
+    """The cycles `cur` waits after `prev` (the instruction right before it) completes: the sum of
+    the stalls that apply."""
+    n = 0
+    for s in rules:
+        if cur.name in s.before:
+            mine = prev.reads if s.dep == "war" else prev.writes
+            theirs = cur.reads if s.dep == "raw" else cur.writes
+            if _meets(mine, theirs, s.on):
+                n += s.cycles
+    return n
+
+
 @dataclass(frozen=True)
 class Schedule:
     cycles: int
@@ -219,10 +280,15 @@ def schedule(kb: KB, ops: Sequence[Op]) -> Schedule:
     chans = channels(kb)
     chan_free: dict[str, int] = {}  # when each channel can start the next transfer
     chan_done: dict[str, list[int]] = {}  # when each channel's requests complete, in request order
+    blocks = blocking(kb)
+    after: dict[str, list[Stall]] = {}  # the stalls an instruction can cause, by its mnemonic
+    for s in stalls(kb):
+        for a in s.after:
+            after.setdefault(a, []).append(s)
     for i, op in enumerate(ops):
         seen = order.setdefault(op.unit, [])
         unit = engines.get(op.unit, plain)
-        d = dispatch + 1
+        d = (int(end[i - 1]) if i else 0) if blocks else dispatch + 1  # blocking: once the one before completes
         if len(seen) >= unit.queue:
             d = max(d, int(start[seen[-unit.queue]]))  # its queue is full until that one starts
         dispatch = d
@@ -250,6 +316,10 @@ def schedule(kb: KB, ops: Sequence[Op]) -> Schedule:
                     ]
                 )
             t = max(t, fifo.popleft())
+        if i and ops[i - 1].name in after:
+            wait = _stall(after[ops[i - 1].name], ops[i - 1], op)
+            if wait:
+                t = max(t, int(end[i - 1]) + wait)
         issue = op.latency if op.issue is None else op.issue
         start[i] = t
         end[i] = t + op.latency
