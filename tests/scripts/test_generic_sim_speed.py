@@ -46,3 +46,14 @@ def test_the_interpreter_rows_time_the_same_schedule(tmp_path: Path) -> None:
     }
     assert len({r["cycles"] for r in rows}) == 1
     assert len({r["equivalent"] or r["instructions"] for r in rows}) == 1
+
+
+def test_all_selects_every_suite_default_of_the_three_targets(monkeypatch) -> None:  # noqa: ANN001
+    from zomboss.target import get_target
+
+    bench = load_script("generic_sim_speed")
+    seen: dict[str, list[str]] = {"gemmini": [], "plena": [], "vta": []}
+    for name in seen:  # record what would be simulated, simulate nothing
+        monkeypatch.setattr(bench, name, lambda wid, hand, name=name: seen[name].append(wid) or [])
+    assert bench.main(["--all", "--gemmini", "odd_pad"]) == 0
+    assert seen == {name: [w.id for w in get_target(name).suite()] for name in seen}
