@@ -1,6 +1,7 @@
 """Simulations run ahead in worker processes (`zomboss.solvers.workers`): the search decides
 exactly as without them, a worker that fails leaves the simulation (and its error) to the
-search, and workers die with the solving process."""
+search, a worker that dies leaves the rest to the search without hanging it, and workers die
+with the solving process."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 
@@ -92,6 +94,40 @@ def test_simulations_never_taken_are_handed_over_once_for_the_store():
         assert w.finished() == [] and w.take(b, Mode.TIMING, 1) is None
     finally:
         w.close()
+
+
+def test_a_killed_idle_worker_leaves_the_rest_to_the_search_and_close_returns():
+    """A `multiprocessing.Pool` whose idle worker is killed holds its task queue's lock forever:
+    the next simulation was never handed back and `close` (`Pool.terminate`) hung."""
+    import multiprocessing
+
+    a, b = KnobMapping("matmul", (("tile", 4),)), KnobMapping("matmul", (("tile", 8),))
+    before = {p.pid for p in multiprocessing.active_children()}
+    w = Workers(_Echo(), None, {}, 2)  # type: ignore[arg-type]
+    ended = threading.Event()
+    try:
+        w.submit(a, Mode.TIMING, 0)
+        assert w.take(a, Mode.TIMING, 0).cycles == 4  # the workers are up, and idle again
+        workers = [p for p in multiprocessing.active_children() if p.pid not in before]
+        assert len(workers) == 2
+        os.kill(workers[0].pid, signal.SIGKILL)
+        workers[0].join(10)
+
+        def rest() -> None:
+            w.submit(b, Mode.TIMING, 0)
+            got = w.take(b, Mode.TIMING, 0)
+            assert got is None or got.cycles == 8  # handed back, or left to the search
+            w.close()
+            ended.set()
+
+        threading.Thread(target=rest, daemon=True).start()
+        assert ended.wait(30), "the search hung on a killed worker"
+        assert not [p for p in multiprocessing.active_children() if p.pid not in before]
+    finally:
+        if not ended.is_set():  # (a hung pool cannot be closed: its workers are killed here)
+            for p in multiprocessing.active_children():
+                if p.pid not in before:
+                    p.kill()
 
 
 def test_without_workers_nothing_is_run_ahead():
