@@ -32,8 +32,9 @@ from zomboss.workload import Workload
 
 _Key = tuple[str, str, int]  # (mapping key, mode, seed)
 
-# What a forked worker simulates: set by `Workers` just before it forks them (one solve at a
-# time in a process; the workers inherit it, nothing is pickled but mappings and evaluations)
+# What a forked worker simulates: set by `Workers`, whose pool forks the workers at its first
+# simulation (one solve at a time in a process; the workers inherit it, nothing is pickled but
+# mappings and evaluations)
 _JOB: tuple[Target, Workload, Params] | None = None
 
 
