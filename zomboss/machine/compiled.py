@@ -284,17 +284,11 @@ def _run(mem: fx.Memories, s: _Step, cols: Mapping[str, Any]) -> None:
     mem.flat(tv)[k : k + 1] = tv.narrow(out.reshape(1, n_el))
 
 
-def _per_point(views: Mapping[str, fx.View], a: dm.Assign) -> int:
-    """The interpreter's `_per_point`: the values of an assignment's largest operand or target."""
-    names = [a.target, *(x.name for x in a.args if x.kind == "ref")]
-    return max([1, *(views[n].rows * views[n].cols for n in names if n in views)])
-
-
 def compile_effect(views: Mapping[str, fx.View], eff: dm.Effect) -> Applied | None:
     """`effects.apply` of `eff` as a closure, or None when the effect needs the interpreter."""
     if eff.loops or eff.reads:
         return None
-    if any(_per_point(views, a) > fx.MAX_VALUES for a in eff.assigns):
+    if any(fx._per_point(views, a) > fx.MAX_VALUES for a in eff.assigns):
         return None  # the interpreter refuses it
     steps = [_step(views, a) for a in eff.assigns]
     if any(s is None for s in steps):

@@ -502,7 +502,7 @@ def apply(mem: Memories, eff: dm.Effect, env: Mapping[str, Any]) -> int:
         return 0
     if total > MAX_POINTS:
         raise EffectError(f"the effect has {total:,} points, more than the {MAX_POINTS:,} one instruction may", eff.loc)
-    per = max((_per_point(mem, a) for a in eff.assigns), default=1)
+    per = max((_per_point(mem.views, a) for a in eff.assigns), default=1)
     if total * per > MAX_VALUES:
         raise EffectError(
             f"the effect computes {total * per:,} values ({total:,} points of up to {per}), more than the "
@@ -535,10 +535,10 @@ def apply(mem: Memories, eff: dm.Effect, env: Mapping[str, Any]) -> int:
     return total
 
 
-def _per_point(mem: Memories, a: dm.Assign) -> int:
+def _per_point(views: Mapping[str, View], a: dm.Assign) -> int:
     """The values of an assignment's largest operand or target: what one of its points computes."""
     names = [a.target, *(x.name for x in a.args if x.kind == "ref")]
-    return max([1, *(mem.views[n].rows * mem.views[n].cols for n in names if n in mem.views)])
+    return max([1, *(views[n].rows * views[n].cols for n in names if n in views)])
 
 
 def _option(v: Any) -> int | str:
@@ -594,7 +594,7 @@ def _assign(mem: Memories, a: dm.Assign, cols: Mapping[str, Any], total: int) ->
     order = [x.kind for x in a.args if x.kind != "opt"]
     n = len(tidx)
     n_el = tv.rows * tv.cols
-    step = max(1, CHUNK_VALUES // _per_point(mem, a))
+    step = max(1, CHUNK_VALUES // _per_point(mem.views, a))
 
     def chunks(rows: np.ndarray) -> Iterator[np.ndarray]:
         """`rows` in pieces of at most CHUNK_VALUES values (bounded memory per instruction)."""

@@ -173,8 +173,7 @@ def _register_use(ins: dm.Instr, name: str, rf: str) -> tuple[bool, bool]:
     return reads or not writes, writes
 
 
-def _plans(kb: KB) -> dict[str, _Plan]:
-    views = fx.views(kb)
+def _plans(kb: KB, views: Mapping[str, fx.View]) -> dict[str, _Plan]:
     # what the timing model needs footprints of
     tracked = interlocked(kb) | set(channels(kb)) | {s.on for s in stalls(kb)}
     arrays = queue_arrays(kb)
@@ -263,8 +262,8 @@ class GenericSim:
     def __init__(self, kb: KB, macros: Mapping[str, Callable[[], Hook]] | None = None, *, fast: bool = True) -> None:
         self.kb = kb
         self.fast = fast
-        self.plans = _plans(kb)
         views = fx.views(kb)
+        self.plans = _plans(kb, views)
         for p in self.plans.values():
             done = {id(e): (e, (compile_effect(views, e) if fast else None) or _interpreted(e)) for e in p.ins.effects}
             p.applied = [done[id(e)] for e in p.ins.effects]
@@ -273,7 +272,7 @@ class GenericSim:
                 p.full = _scope(kb, p, _named_in([p.ins]), p.lets)
                 p.timed = _scope(kb, p, *_timed_names(p))
         self.end = [n for n, i in kb.instrs.items() if i.macro == END_OF_STREAM]
-        self.views = fx.views(kb)
+        self.views = views
         self.macros = dict(macros or {})
         missing = {i.macro for i in kb.instrs.values() if i.macro and i.macro not in BUILTIN} - set(self.macros)
         if missing:
