@@ -23,6 +23,7 @@ import numpy as np
 
 from zomboss.doc import model as dm
 from zomboss.machine import effects as fx
+from zomboss.machine.nests import compile_nest
 
 Applied = Callable[[fx.Memories, Mapping[str, Any]], int]  # (memories, env) -> loop points
 Vfn = fx.Vfn
@@ -286,13 +287,11 @@ def _run(mem: fx.Memories, s: _Step, cols: Mapping[str, Any]) -> None:
 
 def compile_effect(views: Mapping[str, fx.View], eff: dm.Effect) -> Applied | None:
     """`effects.apply` of `eff` as a closure, or None when the effect needs the interpreter."""
-    if eff.loops or eff.reads:
-        return None
-    if any(fx._per_point(views, a) > fx.MAX_VALUES for a in eff.assigns):
-        return None  # the interpreter refuses it
+    if eff.loops or eff.reads or any(fx._per_point(views, a) > fx.MAX_VALUES for a in eff.assigns):
+        return compile_nest(views, eff)
     steps = [_step(views, a) for a in eff.assigns]
     if any(s is None for s in steps):
-        return None
+        return compile_nest(views, eff)
     ready = tuple(s for s in steps if s is not None)
     lets = tuple((n, scompile(e)) for n, e in eff.lets)
 

@@ -591,7 +591,22 @@ def _assign(mem: Memories, a: dm.Assign, cols: Mapping[str, Any], total: int) ->
             )
     if "fmt" in opts and opts["fmt"] not in nf.HOOKS:
         raise EffectError(f"no number-format hook {opts['fmt']!r} (known: {', '.join(nf.HOOKS)})", a.loc)
-    order = [x.kind for x in a.args if x.kind != "opt"]
+    _execute(mem, a, tv, tidx, refs, vals, opts, [x.kind for x in a.args if x.kind != "opt"])
+
+
+def _execute(
+    mem: Memories,
+    a: dm.Assign,
+    tv: View,
+    tidx: np.ndarray,
+    refs: list[tuple[View, np.ndarray]],
+    vals: list[np.ndarray],
+    opts: dict[str, Any],
+    order: list[str],
+) -> None:
+    """An assignment at its (picked) points, its indices and operands evaluated: gather,
+    compute, narrow and scatter in the order sequential semantics needs (`_assign`'s second
+    half, shared with `zomboss.machine.nests`)."""
     n = len(tidx)
     n_el = tv.rows * tv.cols
     step = max(1, CHUNK_VALUES // _per_point(mem.views, a))
