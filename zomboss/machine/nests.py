@@ -26,68 +26,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from zomboss import expr as ex
 from zomboss.doc import model as dm
 from zomboss.machine import effects as fx
+from zomboss.machine.columns import Colfn, Scope, bounds, extent, picked
 
 Applied = Callable[[fx.Memories, Mapping[str, Any]], int]
 Vfn = fx.Vfn
-
-CACHE_ENTRIES = 256  # distinct keys a column cache keeps before it starts afresh
-_TRIES = 256  # lookups after which a cache that mostly misses turns itself off
-
-
-@dataclass
-class _Cached:
-    """A column expression's values per (loop counts, the one-per-instruction values it reads)."""
-
-    fn: Vfn
-    names: tuple[str, ...]
-    table: dict[Any, np.ndarray] = field(default_factory=dict)
-    hits: int = 0
-    misses: int = 0
-    on: bool = True
-
-    def __call__(self, cols: Mapping[str, Any], counts: tuple[int, ...]) -> Any:
-        if not self.on:
-            return self.fn(cols)
-        try:
-            vals = tuple([cols[n] for n in self.names])
-            key = (counts, vals, tuple([type(v) for v in vals]))
-            got = self.table.get(key)
-        except (KeyError, TypeError):  # a missing name (the evaluation reports it), an array
-            return self.fn(cols)
-        if got is not None:
-            self.hits += 1
-            return got
-        self.misses += 1
-        if self.misses > _TRIES and self.hits < 4 * self.misses:
-            self.on = False
-            self.table.clear()
-        out = self.fn(cols)
-        if type(out) is np.ndarray:
-            if len(self.table) >= CACHE_ENTRIES:
-                self.table.clear()
-            out.flags.writeable = False
-            self.table[key] = out
-            if out.base is None:  # its own data, never written again: its facts can be kept
-                if len(_FACTS) > 4 * CACHE_ENTRIES:
-                    _FACTS.clear()
-                _FACTS[id(out)] = (out, None)
-        return out
-
-
-Colfn = Callable[[Mapping[str, Any], tuple[int, ...]], Any]
-
-
-def _plain(f: Vfn) -> Colfn:
-    return lambda cols, counts: f(cols)
-
 
 @dataclass(frozen=True)
 class _Ref:
@@ -110,6 +59,7 @@ class _Plan:
     order: tuple[str, ...] = ()
     direct: str = ""  # "copy" or "zero": done on the flat arrays when the run-time conditions hold
     step: int = 1  # points `_execute` computes at once (one chunk)
+    lean: bool = False  # on chip, read and written: `_lean` may run it
 
 
 @dataclass(frozen=True)
@@ -118,10 +68,6 @@ class _Read:
     view: fx.View | None
     index: Vfn
     uniform: bool  # the index does not depend on the nest, the view holds plain integers: one element read
-
-
-def _free(e: ex.Expr) -> set[str]:
-    return {r.name for r in ex.refs(e)}
 
 
 def _hooked(v: fx.View) -> bool:
@@ -134,67 +80,12 @@ def _plain_ints(v: fx.View) -> bool:
     return not v.external and not _hooked(v) and bool(np.issubdtype(v.dtype, np.integer))
 
 
-class _Scope:
-    """Which names vary over the nest, and what a column's value depends on, binding by binding."""
-
-    def __init__(self, eff: dm.Effect) -> None:
-        self.column: set[str] = set()  # names whose value is a column
-        self.data: set[str] = set()  # columns of memory data (never cached)
-        self.prefixes: tuple[str, ...] = ()  # `v.` of a loop over a memory: its decoded fields
-        self.deps: dict[str, frozenset[str]] = {}  # a cacheable column's one-per-instruction inputs
-        bound = [lp.var for lp in eff.loops] + [n for n, _, _ in eff.reads] + [n for n, _ in eff.lets]
-        exprs = [e for _, _, e in eff.reads] + [e for _, e in eff.lets]
-        later = [set(bound[len(eff.loops) + k :]) for k in range(len(exprs))]
-        # a name bound twice, or seen before its binding, would make a column's inputs ambiguous
-        self.cacheable = len(set(bound)) == len(bound) and not any(
-            _free(e) & ls for e, ls in zip(exprs, later, strict=True)
-        )
-        for lp in eff.loops:
-            self.column.add(lp.var)
-            self.deps[lp.var] = frozenset()
-            if lp.count is None:
-                self.data.add(lp.var)
-                self.prefixes += (lp.var + ".",)
-
-    def _is_data(self, n: str) -> bool:
-        return n in self.data or n.startswith(self.prefixes)
-
-    def varies(self, e: ex.Expr) -> bool:
-        return any(n in self.column or self._is_data(n) for n in _free(e))
-
-    def _inputs(self, e: ex.Expr) -> frozenset[str] | None:
-        """The one-per-instruction names e's value depends on, or None if it reads data columns."""
-        out: set[str] = set()
-        for n in _free(e):
-            if self._is_data(n):
-                return None
-            out |= self.deps[n] if n in self.column else {n}
-        return frozenset(out)
-
-    def bind(self, name: str, e: ex.Expr, data: bool) -> None:
-        """A read (`data`) or let bound to `name`."""
-        self.column.discard(name)
-        self.data.discard(name)
-        if not self.varies(e):
-            return
-        self.column.add(name)
-        inputs = None if data else self._inputs(e)
-        if inputs is None:
-            self.data.add(name)
-        else:
-            self.deps[name] = inputs
-
-    def compile(self, e: ex.Expr) -> Colfn:
-        """e's closure: a cached one when e is a column of the counts and per-instruction values."""
-        fn = fx.vcompile(e)
-        inputs = self._inputs(e) if self.cacheable and self.varies(e) else None
-        return _plain(fn) if inputs is None else _Cached(fn, tuple(sorted(inputs)))
-
-
-def _plan(views: Mapping[str, fx.View], a: dm.Assign, sc: _Scope) -> _Plan:
-    if a.op not in fx.OPS and a.op != "cast" or a.op == "mac" or a.target not in views:
-        return _Plan(a, None)  # an error the interpreter reports, or `mac`'s accumulation
+def _plan(views: Mapping[str, fx.View], a: dm.Assign, sc: Scope) -> _Plan:
+    if a.op not in fx.OPS and a.op != "cast" or a.target not in views:
+        return _Plan(a, None)  # an error the interpreter reports
     refs = [x for x in a.args if x.kind == "ref"]
+    if a.op == "mac" and (not refs or refs[0].name not in views or views[refs[0].name] is views[a.target]):
+        return _Plan(a, None)  # maybe `mac`'s accumulation in place (`_execute` decides at run time)
     allowed = fx.OPTIONS.get(a.op, ())
     if any(x.name not in views for x in refs) or any(x.name not in allowed for x in a.args if x.kind == "opt"):
         return _Plan(a, None)
@@ -209,7 +100,9 @@ def _plan(views: Mapping[str, fx.View], a: dm.Assign, sc: _Scope) -> _Plan:
         direct = "zero"
     if a.op == "copy" and len(refs) == 1 and len(a.args) == 1 and _plain_ints(tv):
         src = views[refs[0].name]
-        if _plain_ints(src) and src.dtype == tv.dtype and src.rows * src.cols == tv.rows * tv.cols:
+        # widening to int64 and narrowing to the target's type wraps as one integer conversion does
+        wide = np.dtype(src.dtype) != np.uint64
+        if _plain_ints(src) and wide and src.rows * src.cols == tv.rows * tv.cols:
             direct = "copy"
     return _Plan(
         a,
@@ -222,53 +115,88 @@ def _plan(views: Mapping[str, fx.View], a: dm.Assign, sc: _Scope) -> _Plan:
         tuple(x.kind for x in a.args if x.kind != "opt"),
         direct,
         max(1, fx.CHUNK_VALUES // fx._per_point(views, a)),
+        not tv.external and not tv.read_only and not any(r.view.external for r in ready),
     )
 
 
-# ---- facts of cached columns ------------------------------------------------------------------
-
-# columns the caches hold (kept alive here, so an id names one array), with their facts once known
-_FACTS: dict[int, tuple[np.ndarray, tuple[int, int, bool] | None]] = {}
-
-
-def _facts(col: np.ndarray) -> tuple[int, int, bool]:
-    """A column's least and greatest value and whether it strictly increases (kept for the
-    columns the caches hold)."""
-    hit = _FACTS.get(id(col))
-    if hit is not None and hit[0] is col and hit[1] is not None:
-        return hit[1]
-    n = len(col)
-    inc = n == 1 or bool((col[1:] > col[:-1]).all())
-    out = (int(col[0]), int(col[-1]), inc) if inc else (int(col.min()), int(col.max()), inc)
-    if hit is not None and hit[0] is col:
-        _FACTS[id(col)] = (col, out)
-    return out
+def _gather(mem: fx.Memories, v: fx.View, idx: np.ndarray | int, a: dm.Assign) -> np.ndarray:
+    """The rows `mem.gather` reads before widening (an int: that one row), bounds checked by the
+    column's extent (`Memories._check` reports a bad index)."""
+    if type(idx) is int:
+        if not 0 <= idx < v.count:
+            mem._check(v, np.array([idx], dtype=np.int64), a, "reads")
+        return mem.flat(v)[idx : idx + 1]
+    assert isinstance(idx, np.ndarray)
+    lo, hi = extent(idx)
+    if lo < 0 or hi >= v.count:
+        mem._check(v, idx, a, "reads")
+    return mem.flat(v)[idx]
 
 
-def _direct(mem: fx.Memories, p: _Plan, tidx: np.ndarray, ridx: list[np.ndarray]) -> bool:
-    """Copy or zero on the flat arrays when that is what `_execute` would do (in bounds, distinct
-    increasing targets, one chunk, nothing read that another point writes); False otherwise."""
-    tv = p.target
+def _lean(
+    mem: fx.Memories,
+    p: _Plan,
+    tidx: np.ndarray | int,
+    ridx: list[Any],
+    vals: list[np.ndarray],
+    opts: dict[str, Any],
+) -> bool:
+    """`_execute` where it is one gather, compute and scatter (distinct increasing targets, one
+    chunk, no point reading what another writes; an int index: the one point, where every way of
+    `_execute` is that), its bounds checks decided by the columns' extents; copies and zeroes of
+    plain integers straight on the flat arrays. False (nothing done) where `_execute` must run."""
+    tv, a = p.target, p.a
     assert tv is not None
-    n = len(tidx)
-    if n == 0 or n > p.step:
-        return False
-    lo, hi, inc = _facts(tidx)
-    if not inc or lo < 0 or hi >= tv.count:
-        return False
-    dst = mem.flat(tv)
-    if p.direct == "zero":
-        dst[tidx] = 0
+    if type(tidx) is int:
+        n, lo, hi = 1, tidx, tidx
+        at: Any = slice(tidx, tidx + 1)
+    else:
+        assert isinstance(tidx, np.ndarray)
+        n = len(tidx)
+        if n > p.step:
+            return False
+        lo, hi, inc = bounds(tidx)
+        if not inc:
+            return False
+        for r, idx in zip(p.refs, ridx, strict=True):
+            if r.view.memory == tv.memory and not r.twin and fx._reads_written(mem, r.view, idx, tv, tidx):
+                return False
+        at = tidx
+    args: list[Any] = []
+    ri = vi = 0
+    for k in p.order:
+        if k == "ref":
+            v = p.refs[ri].view
+            raw = _gather(mem, v, ridx[ri], a)
+            ri += 1
+            if p.direct == "copy":
+                args.append(raw)
+                continue
+            g = v.widen(raw).reshape(n, v.rows, v.cols)
+            args.append(g.astype(np.int64) if g.dtype.kind in "iu" else g.astype(np.float64))
+        else:
+            args.append(vals[vi][:, None, None])
+            vi += 1
+    n_el = tv.rows * tv.cols
+    if p.direct:
+        if lo < 0 or hi >= tv.count:
+            mem._check(tv, np.asarray(tidx, dtype=np.int64).reshape(-1), a, "writes")
+        mem.flat(tv)[at] = args[0] if p.direct == "copy" else 0
         return True
-    r, idx = p.refs[0], ridx[0]
-    v = r.view
-    if v.memory == tv.memory and not r.twin and fx._reads_written(mem, v, idx, tv, tidx):
-        return False
-    rlo, rhi, _ = _facts(idx)
-    if rlo < 0 or rhi >= v.count:
-        return False
-    dst[tidx] = mem.flat(v)[idx]
+    with np.errstate(all="ignore"):  # IEEE results (inf, NaN) are values here
+        out = fx._cast(args[0], tv.values, **opts) if a.op == "cast" else fx.OPS[a.op](*args, **opts)
+    out = np.broadcast_to(np.asarray(out), (n, *np.shape(out)[1:]) if np.ndim(out) else (n, 1, 1))
+    if out[0].size != n_el:
+        out = np.broadcast_to(out.reshape(n, -1)[:, :1], (n, n_el)) if out[0].size == 1 else out
+        if out.reshape(n, -1).shape[1] != n_el:
+            raise fx.EffectError(f"{a.op} yields {out[0].size} values per point; {a.target} holds {n_el}", a.loc)
+    if lo < 0 or hi >= tv.count:
+        mem._check(tv, np.asarray(tidx, dtype=np.int64).reshape(-1), a, "writes")
+    mem.flat(tv)[at] = tv.narrow(out.reshape(n, n_el))
     return True
+
+
+_I64 = (-(1 << 63), 1 << 63)
 
 
 def _run(mem: fx.Memories, p: _Plan, cols: Mapping[str, Any], total: int, counts: tuple[int, ...]) -> None:
@@ -286,20 +214,36 @@ def _run(mem: fx.Memories, p: _Plan, cols: Mapping[str, Any], total: int, counts
                 return
         else:
             w = w if w.shape == (total,) else np.broadcast_to(w, (total,))
-            if not w.all():
-                pick = np.nonzero(w)[0]
-                if not len(pick):
-                    return
+            got = picked(w)
+            if got is False:
+                return
+            pick = got  # type: ignore[assignment]
     assert p.index is not None
     col = fx._column
-    tidx = col(p.index(cols, counts), total, pick)
-    ridx = [col(r.index(cols, counts), total, pick) for r in p.refs]
+    if total == 1 and p.lean:  # one point: its indices as ints while they are (converted in order)
+        ints = True
+        tidx = p.index(cols, counts)
+        if not (type(tidx) is int and _I64[0] <= tidx < _I64[1]):
+            tidx, ints = col(tidx, total, pick), False
+        ridx = []
+        for r in p.refs:
+            x = r.index(cols, counts)
+            if not (type(x) is int and _I64[0] <= x < _I64[1]):
+                x, ints = col(x, total, pick), False
+            ridx.append(x)
+        if not ints:
+            tidx = col(tidx, total, pick)
+            ridx = [col(x, total, pick) for x in ridx]
+    else:
+        tidx = col(p.index(cols, counts), total, pick)
+        ridx = [col(r.index(cols, counts), total, pick) for r in p.refs]
     vals = [col(f(cols, counts), total, pick) for f in p.vals]
     opts: dict[str, Any] = {k: fx._option(f(cols, counts)) for k, f in p.opts}
     if "fmt" in opts and opts["fmt"] not in fx.nf.HOOKS:
         raise fx.EffectError(f"no number-format hook {opts['fmt']!r} (known: {', '.join(fx.nf.HOOKS)})", a.loc)
-    if p.direct and _direct(mem, p, tidx, ridx):
+    if p.lean and _lean(mem, p, tidx, ridx, vals, opts):
         return
+    assert isinstance(tidx, np.ndarray)  # (an int index is one point, which `_lean` always runs)
     refs = [(r.view, i) for r, i in zip(p.refs, ridx, strict=True)]
     fx._execute(mem, a, tv, tidx, refs, vals, opts, list(p.order))
 
@@ -318,7 +262,7 @@ def _read_one(mem: fx.Memories, r: _Read, at: Any, total: int) -> Any:
 
 def compile_nest(views: Mapping[str, fx.View], eff: dm.Effect) -> Applied:
     """`effects.apply` of `eff` as a closure (any effect: what it cannot shortcut it interprets)."""
-    sc = _Scope(eff)
+    sc = Scope(eff)
     counters: list[tuple[Vfn | None, Vfn | None]] = []
     for lp in eff.loops:
         if lp.count is not None:
