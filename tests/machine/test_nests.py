@@ -209,7 +209,7 @@ def test_edge_cases_agree_with_the_interpreter(instr: str, env: dict[str, int]) 
     eff = kb.instrs[instr].effects[0]
     for seed in range(3):
 
-        def init(mem: fx.Memories) -> None:
+        def init(mem: fx.Memories, seed: int = seed) -> None:
             mem.arrays["t"][0, 0] = 2 + seed
             mem.arrays["idx"][:2, 0] = [3 | (9 << 8), 5 | (1 << 8)]
             mem.arrays["f"][...] = np.linspace(-3, 3, mem.arrays["f"].size).reshape(mem.arrays["f"].shape)
