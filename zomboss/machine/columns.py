@@ -226,10 +226,10 @@ class Scope:
 
     def compile(self, e: ex.Expr) -> Colfn:
         """e's closure (the interpreter's values), its keepable column nodes kept."""
-        if not self.varies(e) or isinstance(e, ex.Ref | ex.Int | ex.Sym):
+        if isinstance(e, ex.Ref | ex.Int | ex.Sym):
             return _plain(fx.vcompile(e))
         fn = self._node(e)
-        inputs = self._inputs(e) if self.keeps else None
+        inputs = self._inputs(e) if self.keeps and self.varies(e) else None
         return fn if inputs is None else Cached(fn, tuple(sorted(inputs)))
 
     def _node(self, e: ex.Expr) -> Colfn:  # noqa: C901 - one case per node, as effects._vc
@@ -250,7 +250,7 @@ class Scope:
                 a, b = fa(c, n), fb(c, n)
                 if isinstance(a, str) or isinstance(b, str):
                     return (a == b) if op == "==" else (a != b)
-                if op in ("/", "%") and np.any(np.asarray(b) == 0):
+                if op in ("/", "%") and (b == 0 if type(b) is int else np.any(np.asarray(b) == 0)):
                     raise ex.Undefined(f"division by zero in {show}")
                 return f(a, b)
 
