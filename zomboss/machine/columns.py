@@ -79,12 +79,16 @@ _FACTS: dict[int, list[Any]] = {}
 
 
 def bounds(col: np.ndarray) -> tuple[int, int, bool]:
-    """An int64 column's least and greatest value and whether it strictly increases."""
+    """An int64 column's least and greatest value and whether its values are distinct."""
     hit = _FACTS.get(id(col))
     if hit is not None and hit[0] is col and hit[1] is not _UNKNOWN:
         return hit[1]
     inc = len(col) == 1 or bool((col[1:] > col[:-1]).all())
-    out = (int(col[0]), int(col[-1]), inc) if inc else (int(col.min()), int(col.max()), inc)
+    if inc:
+        out = (int(col[0]), int(col[-1]), True)
+    else:
+        u = np.unique(col)
+        out = (int(u[0]), int(u[-1]), len(u) == len(col))
     if hit is not None and hit[0] is col:
         hit[1] = out
     return out

@@ -1,25 +1,28 @@
-"""Effects with a loop nest or data reads, compiled once per doc effect (`compiled.compile_effect`
-hands them here): the interpreter's `effects.apply` with its doc-only decisions taken when the
-simulator is built and its per-instruction work cut where it provably changes nothing.
+"""Effects with a loop nest or data reads (and any other effect `compiled._step` declines),
+compiled once per doc effect: the interpreter's `effects.apply` with its doc-only decisions taken
+when the simulator is built, and its per-instruction work cut where that provably changes nothing.
 
-What is the interpreter's, unchanged: the loop counts and the point limits (`MAX_POINTS`,
-`MAX_VALUES`), `lo..hi` loops over a memory, reads whose index depends on the nest, the lets and
-every assignment's guard, indices and operands — evaluated by the interpreter's own closures
-(`effects.vcompile`) in its order — and, whenever the shortcut below does not apply,
-`effects._execute` (rounds per repeated target, one point at a time where points read what
-others write, `mac`'s accumulation) or the whole `effects._assign`.
+What stays the interpreter's: the loop counts and the point limits (`MAX_POINTS`, `MAX_VALUES`,
+checked at the same moment with the same messages), `lo..hi` loops over a memory, reads whose
+index varies over the nest, the order in which lets, guards, indices and operands are evaluated
+(by closures that make the interpreter's NumPy calls, `zomboss.machine.columns`), and, where no
+shortcut below applies, `effects._execute` (rounds per repeated target, one point at a time where
+points read what others write, chunks, `mac`'s accumulation in place) or the whole `effects._assign`
+(doc errors: unknown operation, view or option).
 
 What is cut:
-* a read whose index does not depend on the nest (`let p = pre_e[0]`) is one element read, held
-  as a NumPy int64 scalar where the interpreter holds a column of that value at every point: the
-  NumPy operations the interpreter's closures apply to it give the same values, scalar or column
-  (a guard that is one value short-circuits the assignment, as a column all true or all false does);
-* a column that depends on the loop counts and on values that are one per instruction only
-  (`i * dim + k`, `i < p_rows`) is computed once per distinct (counts, those values) and kept,
-  read only, with its bounds and order, while the cache hits;
-* an assignment that copies or zeroes plain integer rows on chip at distinct, increasing targets,
-  in bounds, with no point reading what another writes, is one gather and one scatter on the flat
-  arrays (what `_execute` computes there, without its widening and narrowing round trip).
+* a read at an index that does not vary over the nest (`let p = pre_e[0]`) of plain integers on
+  chip is one element read, held as an int64 scalar where the interpreter holds a column of that
+  value: NumPy gives the same values scalar or column, and a guard that is one value decides the
+  assignment as a column all true or all false does;
+* columns that depend only on the loop counts and on values that are one per instruction
+  (`i * dim + k`, `i < p_rows`) are kept (`columns.Cached`), with their extents, distinctness,
+  guard points and negations;
+* an assignment at distinct targets on chip, in one chunk, no point reading what another writes
+  (`effects._reads_written`), is one gather, compute and scatter (`_lean`: what `_execute` does
+  there, bounds decided by the kept extents); copies and zeroes of plain integers skip the
+  widening and narrowing round trip (one integer conversion wraps as the two do); a one-point
+  assignment at int indices reads and writes one row by slicing.
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ class _Plan:
     order: tuple[str, ...] = ()
     direct: str = ""  # "copy" or "zero": done on the flat arrays when the run-time conditions hold
     step: int = 1  # points `_execute` computes at once (one chunk)
-    lean: bool = False  # on chip, read and written: `_lean` may run it
+    lean: bool = False  # on chip and written: `_lean` may run it
 
 
 @dataclass(frozen=True)
@@ -115,7 +118,7 @@ def _plan(views: Mapping[str, fx.View], a: dm.Assign, sc: Scope) -> _Plan:
         tuple(x.kind for x in a.args if x.kind != "opt"),
         direct,
         max(1, fx.CHUNK_VALUES // fx._per_point(views, a)),
-        not tv.external and not tv.read_only and not any(r.view.external for r in ready),
+        not tv.external and not tv.read_only,
     )
 
 
@@ -141,7 +144,7 @@ def _lean(
     vals: list[np.ndarray],
     opts: dict[str, Any],
 ) -> bool:
-    """`_execute` where it is one gather, compute and scatter (distinct increasing targets, one
+    """`_execute` where it is one gather, compute and scatter (distinct targets, one
     chunk, no point reading what another writes; an int index: the one point, where every way of
     `_execute` is that), its bounds checks decided by the columns' extents; copies and zeroes of
     plain integers straight on the flat arrays. False (nothing done) where `_execute` must run."""
@@ -155,8 +158,8 @@ def _lean(
         n = len(tidx)
         if n > p.step:
             return False
-        lo, hi, inc = bounds(tidx)
-        if not inc:
+        lo, hi, distinct = bounds(tidx)
+        if not distinct:  # rounds: `_execute`'s (distinct targets are its one round, in any order)
             return False
         for r, idx in zip(p.refs, ridx, strict=True):
             if r.view.memory == tv.memory and not r.twin and fx._reads_written(mem, r.view, idx, tv, tidx):
@@ -167,12 +170,16 @@ def _lean(
     for k in p.order:
         if k == "ref":
             v = p.refs[ri].view
-            raw = _gather(mem, v, ridx[ri], a)
+            if v.external:
+                g = mem.gather(v, np.asarray(ridx[ri], dtype=np.int64).reshape(-1), a)
+            else:
+                raw = _gather(mem, v, ridx[ri], a)
+                if p.direct == "copy":
+                    args.append(raw)
+                    ri += 1
+                    continue
+                g = v.widen(raw).reshape(n, v.rows, v.cols)
             ri += 1
-            if p.direct == "copy":
-                args.append(raw)
-                continue
-            g = v.widen(raw).reshape(n, v.rows, v.cols)
             args.append(g.astype(np.int64) if g.dtype.kind in "iu" else g.astype(np.float64))
         else:
             args.append(vals[vi][:, None, None])
