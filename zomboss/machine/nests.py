@@ -41,6 +41,7 @@ from zomboss.machine.columns import Colfn, Scope, bounds, extent, picked
 Applied = Callable[[fx.Memories, Mapping[str, Any]], int]
 Vfn = fx.Vfn
 
+
 @dataclass(frozen=True)
 class _Ref:
     view: fx.View
