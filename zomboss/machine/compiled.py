@@ -10,7 +10,12 @@ the same thing: evaluate the indices, gather, compute, narrow, scatter. The comp
 does exactly that with the interpreter's own numeric steps (`View.widen`/`narrow`, `OPS`,
 `_cast`, the same dtypes and shapes), in the interpreter's order of evaluation and bounds
 checks, so results and errors are bit for bit those of `effects.apply`
-(`tests/machine/test_compiled.py`). Any other effect returns None and is interpreted.
+(`tests/machine/test_compiled.py`).
+
+Every other effect — a loop nest (`effect over i < dim, k < dim`), data reads, `mac`, an option
+naming a number format, a doc error the interpreter reports at run time — is compiled by
+`zomboss.machine.nests` (`tests/machine/test_nests.py`), which keeps the interpreter's semantics
+and hands it what it cannot shortcut; `compile_effect` no longer returns None.
 """
 
 from __future__ import annotations
@@ -286,7 +291,8 @@ def _run(mem: fx.Memories, s: _Step, cols: Mapping[str, Any]) -> None:
 
 
 def compile_effect(views: Mapping[str, fx.View], eff: dm.Effect) -> Applied | None:
-    """`effects.apply` of `eff` as a closure, or None when the effect needs the interpreter."""
+    """`effects.apply` of `eff` as a closure (this module's for a one-point effect of plain
+    assignments, `nests.compile_nest`'s for any other)."""
     if eff.loops or eff.reads or any(fx._per_point(views, a) > fx.MAX_VALUES for a in eff.assigns):
         return compile_nest(views, eff)
     steps = [_step(views, a) for a in eff.assigns]
