@@ -133,7 +133,16 @@ def _plena_kernel(wid: str) -> None:
 
 @pytest.mark.parametrize(
     "wid",
-    ["rope_4x64", "sm_16x64", "rms_4x384", pytest.param("lin_60m_kv", marks=pytest.mark.slow)],
+    [
+        "rope_4x64",
+        "sm_16x64",
+        "rms_4x384",
+        # the suite defaults (scripts/generic_sim_speed.py)
+        *(
+            pytest.param(w, marks=pytest.mark.slow)
+            for w in ("lin_60m_kv", "rms_64x384", "sm_64x128", "ffn_16x128x256", "attn_64", "rope_64x128")
+        ),
+    ],
 )
 def test_plena_defaults_agree_with_the_interpreter(wid: str) -> None:
     _plena_kernel(wid)
