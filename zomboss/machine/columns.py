@@ -22,6 +22,8 @@ from zomboss.doc import model as dm
 from zomboss.machine import effects as fx
 
 Colfn = Callable[[Mapping[str, Any], tuple[int, ...]], Any]  # (names, loop counts) -> value
+# the types of the values a key holds: equal values of one of them behave alike in every operation
+_KEYS = frozenset({int, bool, str, np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32})
 CACHE_ENTRIES = 256  # distinct keys a node keeps before it starts afresh
 TRIES = 256  # lookups after which a node that mostly misses stops keeping
 
@@ -42,10 +44,13 @@ class Cached:
             return self.fn(cols, counts)
         try:
             vals = tuple([cols[n] for n in self.names])
-            key = (counts, vals, tuple([type(v) for v in vals]))
-            got = self.table.get(key)
-        except (KeyError, TypeError):  # a missing name (the evaluation reports it), an array
+        except KeyError:  # a missing name: the evaluation reports it
             return self.fn(cols, counts)
+        types = tuple([type(v) for v in vals])
+        if not _KEYS.issuperset(types):  # an array, a float (-0.0 == 0.0): not a key
+            return self.fn(cols, counts)
+        key = (counts, vals, types)
+        got = self.table.get(key)
         if got is not None:
             self.hits += 1
             return got
@@ -149,9 +154,9 @@ def _logic(fa: Colfn, fb: Colfn, conj: bool) -> Colfn:
     def logic(c: Mapping[str, Any], n: tuple[int, ...]) -> Any:
         a, b = fa(c, n), fb(c, n)
         ta, tb = type(a), type(b)
-        if ta in _TRUTHS and tb is np.ndarray and b.dtype == bool:
+        if ta in _TRUTHS and tb is np.ndarray and b.dtype == bool and b.ndim == 1:
             return b if bool(a) == conj else _fixed(b.shape, not conj)
-        if tb in _TRUTHS and ta is np.ndarray and a.dtype == bool:
+        if tb in _TRUTHS and ta is np.ndarray and a.dtype == bool and a.ndim == 1:
             return a if bool(b) == conj else _fixed(a.shape, not conj)
         return g(a, b)
 
