@@ -139,6 +139,7 @@ view a_e { of: a, rows: 1, cols: 1 }
 view a2 { of: a, rows: 1, cols: 2 }
 view x32 { of: ext, rows: 1, cols: 1, type: int32, step: 1 }
 tensor t { rows: 1, cols: 4, type: int64 }
+tensor u { rows: 1, cols: 3, type: int8 }
 view t_e { of: t, rows: 1, cols: 1 }
 layout w { width: 32, lo: 7..0, hi: 15..8 }
 memory idx { rows: n, width: 1, type: u32 }
@@ -170,6 +171,9 @@ instr grid(d: int 0..99, r: int 0..99, c: int 0..99, g: int 0..1)
 instr word(d: int 0..99, c: int 0..99, v: int -99..99)
   unit u
   effect over i < c { x32[d + 3 * i] = fill(v + i) }
+instr latch(p: int 0..99, q: int 0..99, r: int 0..99)
+  unit u
+  effect { u[0] = pack(p, q, r) }
 instr rows(c: int 0..99)
   unit u
   effect over i < c, r in idx[0 : 2] as w { a_e[r.lo + i] = add(a_e[r.lo + i], b[r.hi]) }
@@ -202,6 +206,8 @@ def _edge() -> KB:
         ("word", {"d": 0, "c": 5, "v": -7}),  # overlapping int32 words of an external memory
         ("word", {"d": 4090, "c": 5, "v": 1}),
         ("rows", {"c": 3}),  # a loop over a memory's rows, decoded
+        ("latch", {"p": 5, "q": 300, "r": -7}),  # a pack of ints, wrapped to int8 (compiled.py)
+        ("latch", {"p": 5, "q": 1 << 70, "r": -7}),  # ... one beyond int64
     ],
 )
 def test_edge_cases_agree_with_the_interpreter(instr: str, env: dict[str, int]) -> None:

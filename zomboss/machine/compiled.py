@@ -129,6 +129,7 @@ class _Step:
     ints: Callable[..., int] | None = None
     bits: int = 0
     signed: bool = False
+    packs: bool = False  # `pack` of values alone into a row of plain integers, one per element
 
 
 def _step(views: Mapping[str, fx.View], a: dm.Assign) -> _Step | None:
@@ -147,6 +148,8 @@ def _step(views: Mapping[str, fx.View], a: dm.Assign) -> _Step | None:
     if any(x.name == "fmt" for x in opts):
         return None  # a format name is checked against the hooks at run time
     ints = None
+    f = fx.nf.FORMATS.get(tv.fmt)
+    plain = bool(np.issubdtype(tv.dtype, np.integer)) and (f is None or (f.widen is None and f.narrow is None))
     one = [tv, *(views[x.name] for x in refs)]
     if not opts and all(_plain_int(v) for v in one) and a.op in _INT_OPS:
         fn, arity = _INT_OPS[a.op]
@@ -166,6 +169,7 @@ def _step(views: Mapping[str, fx.View], a: dm.Assign) -> _Step | None:
         ints,
         8 * np.dtype(tv.dtype).itemsize,
         bool(np.issubdtype(tv.dtype, np.signedinteger)),
+        a.op == "pack" and all(x.kind == "val" for x in a.args) and len(a.args) == tv.rows * tv.cols and plain,
     )
 
 
@@ -229,6 +233,19 @@ def _run_ints(mem: fx.Memories, s: _Step, cols: Mapping[str, Any]) -> bool:
     return True
 
 
+def _run_pack(mem: fx.Memories, s: _Step, cols: Mapping[str, Any]) -> bool:
+    """`_run` of a `pack` of int64 values into a row of plain integers: the values as int64,
+    converted to the row's type (what narrowing the concatenated columns does); False when a value
+    is not a Python int within int64 (the array path runs it, and refuses what it refuses)."""
+    t = s.index(cols)
+    xs = [f(cols) for f in s.vals]
+    if not all(type(x) is int and _I64[0] <= x < _I64[1] for x in xs):
+        return False
+    k = _at(mem, s.target, t, s.a, "writes")
+    mem.flat(s.target)[k] = np.array(xs, dtype=np.int64).astype(s.target.dtype)
+    return True
+
+
 def _rows(mem: fx.Memories, v: fx.View) -> np.ndarray:
     """`Memories.flat(v)`: for a view that is its memory (a register file), the array itself."""
     arr = mem.arrays[v.memory]
@@ -259,6 +276,8 @@ def _run(mem: fx.Memories, s: _Step, cols: Mapping[str, Any]) -> None:
         if not w:
             return
     if s.ints is not None and _run_ints(mem, s, cols):
+        return
+    if s.packs and _run_pack(mem, s, cols):
         return
     tv = s.target
     t = s.index(cols)
