@@ -25,6 +25,8 @@ Colfn = Callable[[Mapping[str, Any], tuple[int, ...]], Any]  # (names, loop coun
 # the types of the values a key holds: equal values of one of them behave alike in every operation
 _KEYS = frozenset({int, bool, str, np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32})
 CACHE_ENTRIES = 256  # distinct keys a node keeps before it starts afresh
+CACHE_VALUES = 1 << 18  # values a node keeps (its columns together) before it starts afresh
+FACT_VALUES = 1 << 21  # values of the columns whose facts are kept, all nodes together
 TRIES = 256  # lookups after which a node that mostly misses stops keeping
 
 
@@ -38,6 +40,7 @@ class Cached:
     hits: int = 0
     misses: int = 0
     on: bool = True
+    size: int = 0  # values the table holds
 
     def __call__(self, cols: Mapping[str, Any], counts: tuple[int, ...]) -> Any:
         if not self.on:
@@ -59,15 +62,15 @@ class Cached:
             self.on = False
             self.table.clear()
         out = self.fn(cols, counts)
-        if type(out) is np.ndarray:
-            if len(self.table) >= CACHE_ENTRIES:
+        if type(out) is np.ndarray and out.size <= CACHE_VALUES // 4:
+            if len(self.table) >= CACHE_ENTRIES or self.size + out.size > CACHE_VALUES:
                 self.table.clear()
+                self.size = 0
             out.flags.writeable = False
             self.table[key] = out
+            self.size += out.size
             if out.base is None:  # its own data, never written again: its facts can be kept
-                if len(_FACTS) > 16 * CACHE_ENTRIES:
-                    _FACTS.clear()
-                _FACTS[id(out)] = [out, _UNKNOWN, _UNKNOWN, _UNKNOWN]
+                _keep(out)
         return out
 
 
@@ -81,6 +84,16 @@ def _plain(f: fx.Vfn) -> Colfn:
 # points as a guard, its negation] (_UNKNOWN until computed)
 _UNKNOWN: Any = object()
 _FACTS: dict[int, list[Any]] = {}
+_FACT_SIZE = [0]  # values of the columns in _FACTS
+
+
+def _keep(col: np.ndarray) -> None:
+    """Hold a read-only column (never written again) so that its facts can be kept."""
+    if _FACT_SIZE[0] + col.size > FACT_VALUES:
+        _FACTS.clear()
+        _FACT_SIZE[0] = 0
+    _FACTS[id(col)] = [col, _UNKNOWN, _UNKNOWN, _UNKNOWN]
+    _FACT_SIZE[0] += col.size
 
 
 def bounds(col: np.ndarray) -> tuple[int, int, bool]:
@@ -137,9 +150,11 @@ def _fixed(shape: tuple[int, ...], value: bool) -> np.ndarray:
     if got is None:
         got = np.full(shape, value, dtype=bool)
         got.flags.writeable = False
+        if len(_FIXED) >= CACHE_ENTRIES:
+            _FIXED.clear()
         _FIXED[key] = got
     if id(got) not in _FACTS:
-        _FACTS[id(got)] = [got, _UNKNOWN, _UNKNOWN, _UNKNOWN]
+        _keep(got)
     return got
 
 
@@ -171,8 +186,8 @@ def negation(x: Any) -> Any:
     if hit[3] is _UNKNOWN:
         out = np.logical_not(x)
         out.flags.writeable = False
-        _FACTS[id(out)] = [out, _UNKNOWN, _UNKNOWN, _UNKNOWN]
         hit[3] = out
+        _keep(out)
     return hit[3]
 
 
