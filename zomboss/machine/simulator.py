@@ -49,6 +49,7 @@ from zomboss.expr.ast import children
 from zomboss.knowledge import KB, Violation, scope_names
 from zomboss.legality import Checker
 from zomboss.machine import effects as fx
+from zomboss.machine import fastpath
 from zomboss.machine.compiled import Applied, compile_effect
 from zomboss.machine.replay import replay_for
 from zomboss.machine.timing import Op, Schedule, Span, channels, interlocked, queue_arrays, schedule, stalls
@@ -259,7 +260,14 @@ class GenericSim:
     every effect (`effects.apply`) instead of running the closures compiled per doc effect
     (`zomboss.machine.compiled`): the reference the compiled path is tested against."""
 
-    def __init__(self, kb: KB, macros: Mapping[str, Callable[[], Hook]] | None = None, *, fast: bool = True) -> None:
+    def __init__(
+        self,
+        kb: KB,
+        macros: Mapping[str, Callable[[], Hook]] | None = None,
+        *,
+        fast: bool = True,
+        fast_timing: bool = True,
+    ) -> None:
         self.kb = kb
         self.fast = fast
         views = fx.views(kb)
@@ -282,6 +290,9 @@ class GenericSim:
                 raise ZombossError(
                     f"{p.ins.loc}: {p.ins.name} ({p.ins.macro}) needs a register operand to count the loop"
                 )
+        # timing-only runs: a generated step per instruction (`fastpath.py`); none: the reference way
+        self.fast_timing = fast and fast_timing
+        self.kinds = fastpath.generate(self) if self.fast_timing else {}
 
     def stream(self, instrs: Iterable[Instr]) -> Iterator[Instr]:
         """The executed stream: the program, then the end-of-stream marker(s) the doc declares."""
@@ -308,6 +319,8 @@ class GenericSim:
         schedule only with `timing`; without it the run's schedule is empty). `extrapolate`:
         a timing-only run replays the steady iterations of hardware loops (`replay.py`) when
         the machine has no macro hooks; the run's `extrapolation` says what it replayed."""
+        if memories is None and not check and timing and self.fast_timing:
+            return fastpath.run_timing(self, instrs, max_instructions, extrapolate)
         t0 = time.perf_counter()
         kb = self.kb
         checker = Checker(kb) if check else None
