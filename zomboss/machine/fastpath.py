@@ -51,7 +51,7 @@ from zomboss.knowledge import KB, Violation, scope_names
 from zomboss.machine import effects as fx
 from zomboss.machine.compiled import compile_effect
 from zomboss.machine.replay import replay_for
-from zomboss.machine.timing import Op, schedule
+from zomboss.machine.timing import schedule_rows
 from zomboss.program import Instr
 from zomboss.util import LimitError
 
@@ -304,7 +304,9 @@ class _Gen:
                 rec = r
             self.emit(f"{rec}[{s.field!r}] = {self.py(s.value)}")
         unit, name = self.const(ins.unit), self.const(ins.name)
-        self.emit(f"return ({unit}, {lat}, {pops}, {pushes}, {plan.memory!r}, ins.line, {issue}, {reads}, {writes}, {name}), pts")
+        self.emit(
+            f"return ({unit}, {lat}, {pops}, {pushes}, {plan.memory!r}, ins.line, {issue}, {reads}, {writes}, {name}), pts"
+        )
         head = ["def _make(_REGS, _STATE, _MEM):"]
         for rf, var in self.regs.items():
             head.append(f"    {var} = _REGS[{rf!r}]")
@@ -700,6 +702,6 @@ def run_timing(sim: GenericSim, instrs: Any, max_instructions: int, extrapolate:
             if pending:
                 raise ZombossError(f"line {instr.line}: {op} is a macro inside a macro's expansion")
             pending.append(iter(hook(instr, state)))
-    sched = schedule(kb, [Op(*row) for row in ops])
+    sched = schedule_rows(kb, ops)
     ext = rep.report() if rep is not None else None
     return Run(sched, n + 1, points, None, time.perf_counter() - t0, counts, ext, regmem)

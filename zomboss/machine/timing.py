@@ -52,6 +52,7 @@ import bisect
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -366,3 +367,133 @@ def _union(lo: np.ndarray, hi: np.ndarray) -> int:
     lo, hi = lo[o], np.maximum.accumulate(hi[o])
     gaps = np.maximum(lo[1:] - hi[:-1], 0)
     return int(hi[-1] - lo[0] - gaps.sum())
+
+
+def schedule_rows(kb: KB, rows: Sequence[tuple[Any, ...]]) -> Schedule:
+    """`schedule(kb, [Op(*row) for row in rows])` without the `Op`s (a row is an Op's fields in
+    order), the same schedule: the same pass with the doc's machine looked up once per unit and
+    the checks a machine does not declare (interlocks, channels, stalls, queue limits) skipped."""
+    engines = units(kb)
+    tokens: dict[str, deque[int]] = {d.name: deque() for d in kb.doc.decls if d.kind == "queue"}
+    locked = interlocked(kb)
+    chans = channels(kb)
+    blocks = blocking(kb)
+    after: dict[str, list[Stall]] = {}
+    for s in stalls(kb):
+        for a in s.after:
+            after.setdefault(a, []).append(s)
+    n = len(rows)
+    start = [0] * n
+    end = [0] * n
+    free: dict[str, int] = {}
+    busy: dict[str, int] = {}
+    boards: dict[str, _Scoreboard] = {}
+    chan_free: dict[str, int] = {}
+    chan_done: dict[str, list[int]] = {}
+    plain = Unit()
+    per_unit: dict[str, tuple[list[int], int, int]] = {}  # unit -> (its instructions, queue, inflight)
+    dispatch = 0
+    prev_name = None
+    prev: tuple[Any, ...] = ()
+    footprinted = bool(locked or chans)
+    for i, row in enumerate(rows):
+        u, lat, pops, pushes, _, line, iss, reads, writes, name = row
+        ent = per_unit.get(u)
+        if ent is None:
+            e = engines.get(u, plain)
+            ent = per_unit[u] = ([], e.queue, e.inflight)
+        seen, qdepth, inflight = ent
+        d = (end[i - 1] if i else 0) if blocks else dispatch + 1
+        k = len(seen)
+        if k >= qdepth:
+            d = max(d, start[seen[-qdepth]])
+        dispatch = d
+        t = free.get(u, 0)
+        if d > t:
+            t = d
+        if k >= inflight:
+            t = max(t, end[seen[-inflight]])
+        ordered: list[tuple[str, int, int, bool]] = []
+        if footprinted and locked:
+            ordered = [
+                (m, lo, hi, w) for w, spans in ((False, reads), (True, writes)) for m, lo, hi in spans if m in locked
+            ]
+            for m, lo, hi, w in ordered:
+                b = boards.get(m)
+                if b is None:
+                    b = boards[m] = _Scoreboard()
+                t = max(t, b.ready(lo, hi, w))
+        for q in pops:
+            fifo = tokens.get(q)
+            if fifo is None:
+                fifo = tokens[q] = deque()
+            if not fifo:
+                raise IllegalProgram(
+                    [
+                        Violation(
+                            "queue.deadlock",
+                            f"{u} pops {q} but no earlier instruction pushed a token on it",
+                            "",
+                            i,
+                            line,
+                            u,
+                        )
+                    ]
+                )
+            t = max(t, fifo.popleft())
+        if prev_name in after:
+            wait = _stall_rows(after[prev_name], prev, row)
+            if wait:
+                t = max(t, end[i - 1] + wait)
+        issue = lat if iss is None else iss
+        start[i] = t
+        e_i = t + lat
+        if footprinted and chans:
+            for m, lo, hi in reads + writes:
+                ch = chans.get(m)
+                if ch is None or hi <= lo:
+                    continue
+                done = chan_done.setdefault(m, [])
+                c = max(t, chan_free.get(m, 0))
+                if len(done) >= ch.outstanding:
+                    c = max(c, done[-ch.outstanding])
+                chan_free[m] = c + -(-(hi - lo) // ch.bandwidth)
+                done.append(chan_free[m] + ch.latency)
+                e_i = max(e_i, done[-1])
+        end[i] = e_i
+        free[u] = t + issue
+        busy[u] = busy.get(u, 0) + issue
+        for m, lo, hi, w in ordered:
+            boards[m].mark(lo, hi, e_i, w)
+        for q in pushes:
+            fifo = tokens.get(q)
+            if fifo is None:
+                fifo = tokens[q] = deque()
+            fifo.append(e_i)
+        seen.append(i)
+        prev_name, prev = name, row
+    s_arr = np.array(start, dtype=np.int64)
+    e_arr = np.array(end, dtype=np.int64)
+    cycles = int(e_arr.max()) if n else 0
+    kinds = {u: engines.get(u, plain).kind for u in per_unit}
+    cls = [kinds[r[0]] or ("memory" if r[4] else "compute") for r in rows]
+    arr = np.array(cls, dtype=object)
+    comp = arr == "compute"
+    work = comp | (arr == "memory")
+    comp_t = _union(s_arr[comp], e_arr[comp])
+    work_t = _union(s_arr[work], e_arr[work])
+    all_t = _union(s_arr, e_arr)
+    breakdown = {"compute": comp_t, "memory": work_t - comp_t, "stall": cycles - all_t, "overhead": all_t - work_t}
+    return Schedule(cycles, breakdown, busy, s_arr, e_arr)
+
+
+def _stall_rows(rules: Sequence[Stall], prev: tuple[Any, ...], cur: tuple[Any, ...]) -> int:
+    """`_stall` of two rows."""
+    k = 0
+    for s in rules:
+        if cur[9] in s.before:
+            mine = prev[7] if s.dep == "war" else prev[8]
+            theirs = cur[7] if s.dep == "raw" else cur[8]
+            if _meets(mine, theirs, s.on):
+                k += s.cycles
+    return k
