@@ -138,6 +138,51 @@ class _Scoreboard:
         self.read[i:j] = [s[3] for s in new]
 
 
+class _Board(_Scoreboard):
+    """`_Scoreboard` with the common accesses short-cut (`schedule_rows`): one that meets no
+    segment (inserted) or exactly one segment (updated in place); the segments are the same."""
+
+    def ready(self, lo: int, hi: int, write: bool) -> int:
+        if hi <= lo:
+            return 0
+        t = 0
+        wrote = self.wrote
+        ks = range(bisect.bisect_right(self.hi, lo), bisect.bisect_left(self.lo, hi))
+        if write:
+            read = self.read
+            for k in ks:
+                w, r = wrote[k], read[k]
+                if w > t:
+                    t = w
+                if r > t:
+                    t = r
+        else:
+            for k in ks:
+                if wrote[k] > t:
+                    t = wrote[k]
+        return t
+
+    def mark(self, lo: int, hi: int, end: int, write: bool) -> None:
+        if hi <= lo:
+            return
+        i = bisect.bisect_right(self.hi, lo)
+        j = bisect.bisect_left(self.lo, hi)
+        if i == j:  # a stretch nothing accessed before
+            e = max(0, end)
+            self.lo.insert(i, lo)
+            self.hi.insert(i, hi)
+            self.wrote.insert(i, e if write else 0)
+            self.read.insert(i, 0 if write else e)
+            return
+        if j == i + 1 and self.lo[i] == lo and self.hi[i] == hi:  # exactly one segment
+            if write:
+                self.wrote[i] = max(self.wrote[i], end)
+            else:
+                self.read[i] = max(self.read[i], end)
+            return
+        super().mark(lo, hi, end, write)
+
+
 @dataclass(frozen=True)
 class Unit:
     """An engine as the doc declares it (defaults for a unit no `engine` declares)."""
@@ -421,7 +466,7 @@ def schedule_rows(kb: KB, rows: Sequence[tuple[Any, ...]]) -> Schedule:
             for m, lo, hi, w in ordered:
                 b = boards.get(m)
                 if b is None:
-                    b = boards[m] = _Scoreboard()
+                    b = boards[m] = _Board()
                 t = max(t, b.ready(lo, hi, w))
         for q in pops:
             fifo = tokens.get(q)
