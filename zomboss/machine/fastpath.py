@@ -165,7 +165,7 @@ def _mv(arr: np.ndarray, dtype: Any) -> memoryview:
 
 
 @dataclass(frozen=True)
-class _Kind:
+class Kind:
     """One instruction's generated step: `make(registers, state, memories)` binds it to a run."""
 
     make: Callable[[Mapping[str, memoryview], Mapping[str, Any], fx.Memories], Step]
@@ -234,7 +234,7 @@ class _Gen:
 
     # ---- the step ----------------------------------------------------------------------------
 
-    def build(self) -> _Kind:
+    def build(self) -> Kind:
         kb, plan, ins = self.kb, self.plan, self.ins
         scope = plan.timed
         if scope is None:
@@ -318,7 +318,7 @@ class _Gen:
         src = "\n".join([*head, *body, "    return step", ""])
         glob = self.glob
         exec(compile(src, f"<step {ins.name}>", "exec"), glob)  # noqa: S102 - generated from our own doc AST
-        return _Kind(glob["_make"], src)
+        return Kind(glob["_make"], src)
 
     def _regfile(self, rf: str) -> tuple[str, int]:
         """How a register file is read: its dtype's kind and its width (floats: bit patterns of
@@ -555,7 +555,7 @@ def _plain_int(v: fx.View) -> bool:
     return v.rows * v.cols == 1 and bool(np.issubdtype(v.dtype, np.integer)) and not hooked
 
 
-def generate(sim: GenericSim) -> dict[str, _Kind]:
+def generate(sim: GenericSim) -> dict[str, Kind]:
     """The generated step of every instruction the generator can make exact."""
     out = {}
     for name, plan in sim.plans.items():

@@ -258,16 +258,11 @@ def _interpreted(eff: dm.Effect) -> Applied:
 class GenericSim:
     """The simulator of one KB (plans compiled once; `run` is reentrant). `fast=False` interprets
     every effect (`effects.apply`) instead of running the closures compiled per doc effect
-    (`zomboss.machine.compiled`): the reference the compiled path is tested against."""
+    (`zomboss.machine.compiled`): the reference the compiled path is tested against. Timing-only
+    runs take `fastpath.run_timing` unless `fast_timing` is set False (the reference it is
+    tested against)."""
 
-    def __init__(
-        self,
-        kb: KB,
-        macros: Mapping[str, Callable[[], Hook]] | None = None,
-        *,
-        fast: bool = True,
-        fast_timing: bool = True,
-    ) -> None:
+    def __init__(self, kb: KB, macros: Mapping[str, Callable[[], Hook]] | None = None, *, fast: bool = True) -> None:
         self.kb = kb
         self.fast = fast
         views = fx.views(kb)
@@ -290,9 +285,17 @@ class GenericSim:
                 raise ZombossError(
                     f"{p.ins.loc}: {p.ins.name} ({p.ins.macro}) needs a register operand to count the loop"
                 )
-        # timing-only runs: a generated step per instruction (`fastpath.py`); none: the reference way
-        self.fast_timing = fast and fast_timing
-        self.kinds = fastpath.generate(self) if self.fast_timing else {}
+        # timing-only runs take the generated steps of `fastpath.py` (made at the first one);
+        # False: the reference way (the body of `run`), what they are tested against
+        self.fast_timing = fast
+        self._kinds: dict[str, fastpath.Kind] | None = None
+
+    @property
+    def kinds(self) -> dict[str, fastpath.Kind]:
+        """The generated timing-only step of each instruction the generator makes exact."""
+        if self._kinds is None:
+            self._kinds = fastpath.generate(self)
+        return self._kinds
 
     def stream(self, instrs: Iterable[Instr]) -> Iterator[Instr]:
         """The executed stream: the program, then the end-of-stream marker(s) the doc declares."""
@@ -319,7 +322,7 @@ class GenericSim:
         schedule only with `timing`; without it the run's schedule is empty). `extrapolate`:
         a timing-only run replays the steady iterations of hardware loops (`replay.py`) when
         the machine has no macro hooks; the run's `extrapolation` says what it replayed."""
-        if memories is None and not check and timing and self.fast_timing:
+        if memories is None and not check and timing and self.fast and self.fast_timing:
             return fastpath.run_timing(self, instrs, max_instructions, extrapolate)
         t0 = time.perf_counter()
         kb = self.kb
