@@ -528,21 +528,28 @@ class _Gen:
         if isinstance(e, ex.Bin) and e.op in _ORDER:
             return f"({self.plain(e.left)} {e.op} {self.plain(e.right)})"
         if isinstance(e, ex.Bin) and e.op in ("==", "!="):
-            # numpy's comparison of Python ints: exact within int64
+            # numpy's comparison of Python ints: Python's within int64 (`_eq`); a name compared
+            # with a small literal is checked inline
             left, right = self.plain(e.left), self.plain(e.right)
+            if isinstance(e.right, ex.Int) and -I64 <= e.right.value < I64 and left.isidentifier():
+                return f"({left} {e.op} {right} if type({left}) is int and -{I64} <= {left} < {I64} else _eq({left}, {right}, {e.op == '=='}))"
             return f"_eq({left}, {right}, {e.op == '=='})"
         if isinstance(e, ex.Bin) and e.op in ("and", "or"):
-            return f"({self.truth(e.left)} {e.op} {self.truth(e.right)})"
+            # numpy's logical operators evaluate both sides: so does `&` / `|` of two bools
+            return f"({self.truth(e.left)} {'&' if e.op == 'and' else '|'} {self.truth(e.right)})"
         if isinstance(e, ex.Un) and e.op == "not":
             return f"(not {self.truth(e.arg)})"
         raise _NoGen(ex.show(e))
 
 
 def _eq(a: Any, b: Any, eq: bool) -> bool:
-    """NumPy's `==` / `!=` of two ints, as truth: Python's within int64 (else: the closure)."""
-    if not (-I64 <= a < I64 and -I64 <= b < I64):
+    """`compiled._int_binop`'s `==` / `!=`, as truth: Python's on a string and on two ints within
+    int64, where NumPy's agrees (else: the closure)."""
+    if isinstance(a, str) or isinstance(b, str):
+        return (a == b) if eq else (a != b)
+    if type(a) not in (int, bool) or type(b) not in (int, bool) or not (-I64 <= a < I64 and -I64 <= b < I64):
         raise _Slow
-    return (a == b) if eq else (a != b)
+    return bool(a == b) if eq else bool(a != b)
 
 
 _HELPERS["_eq"] = _eq
