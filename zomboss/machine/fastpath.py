@@ -36,6 +36,7 @@ the replay (`replay.py`) see them as they do on the reference path.
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -46,7 +47,7 @@ import numpy as np
 from zomboss import expr as ex
 from zomboss.doc import model as dm
 from zomboss.errors import IllegalProgram, ZombossError
-from zomboss.expr.python import PY_GLOBALS, python_source
+from zomboss.expr.python import PY_GLOBALS, fold, python_source
 from zomboss.knowledge import KB, Violation, scope_names
 from zomboss.machine import effects as fx
 from zomboss.machine.compiled import compile_effect
@@ -58,8 +59,9 @@ from zomboss.util import LimitError
 if TYPE_CHECKING:
     from zomboss.machine.simulator import GenericSim, Run, _Plan
 
+LOOP_START, LOOP_END, LOOP_BREAK = "loop_start", "loop_end", "loop_break"  # `simulator`'s built-in macros
 OpRow = tuple[Any, ...]  # an Op's fields in order: what `timing.Op(*row)` is
-Step = Callable[[tuple[int, ...], Instr, int], "tuple[OpRow, int] | None"]
+Step = Callable[[tuple[int, ...], Instr, int], "int | None"]  # appends the row; returns the points
 I64 = 1 << 63
 
 
@@ -166,9 +168,10 @@ def _mv(arr: np.ndarray, dtype: Any) -> memoryview:
 
 @dataclass(frozen=True)
 class Kind:
-    """One instruction's generated step: `make(registers, state, memories)` binds it to a run."""
+    """One instruction's generated step: `make(registers, state, memories, append)` binds it to a
+    run (`append` takes its timing operation's row)."""
 
-    make: Callable[[Mapping[str, memoryview], Mapping[str, Any], fx.Memories], Step]
+    make: Callable[[Mapping[str, memoryview], Mapping[str, Any], fx.Memories, Callable[[OpRow], None]], Step]
     source: str  # the generated code (for debugging and tests)
 
 
@@ -187,6 +190,10 @@ class _Gen:
             self.known |= {f"{u.alias}.{f}" for f in self.kb.states[u.state][1]}
         self.regs: dict[str, str] = {}  # register file -> the closure variable of its memoryview
         self.states: dict[str, str] = {}
+        self.pure: list[tuple[int, str]] = []  # (line, local) of bindings without effects or errors
+        self.bounded: set[str] = set()  # locals that hold an int within int64 (a register's value)
+        self.guarded: dict[str, tuple[str, int]] = {}  # register operand -> (its file, its count)
+        self.consts: dict[str, int] = {}  # the parameters expressions fold
 
     def emit(self, line: str, depth: int = 1) -> None:
         self.lines.append("    " * depth + line)
@@ -202,14 +209,20 @@ class _Gen:
         self.glob[name] = v
         return name
 
-    def bind(self, name: str, src: str, depth: int = 1) -> None:
-        """env[name] = src (a later binding of the same name replaces it, as in the env dict)."""
+    def bind(self, name: str, src: str, depth: int = 1, pure: bool = False) -> str:
+        """env[name] = src (a later binding of the same name replaces it, as in the env dict);
+        `pure`: it cannot fail, and goes if nothing reads it."""
         loc = self.fresh("v")
+        if pure:
+            self.pure.append((len(self.lines), loc))
         self.emit(f"{loc} = {src}", depth)
         self.local[name] = loc
+        return loc
 
     def py(self, e: ex.Expr) -> str:
-        """`compile_python`'s semantics with names resolved to locals."""
+        """`compile_python`'s semantics with names resolved to locals (parameters folded in, which
+        `fold` does exactly)."""
+        e = fold(e, self.consts)
 
         def resolve(r: ex.Ref) -> str:
             if r.name in self.known:
@@ -244,6 +257,8 @@ class _Gen:
             self.emit(f"{', '.join(args)}{',' if len(args) == 1 else ''} = a")
         for name, v in scope.params.items():
             self.local[name] = self.const(v)
+        shadowed = self.known - set(kb.params)
+        self.consts = {k: v for k, v in scope.params.items() if type(v) is int and k not in shadowed}
         for o, a in zip(ins.operands, args, strict=True):
             self.local[o.name] = a
         # register values: a register operand out of its file leaves `x.val` out of the
@@ -251,28 +266,36 @@ class _Gen:
         guards = []
         for i, rf, _ in plan.regs:
             guards.append(f"0 <= a{i} < {kb.regfiles[rf].count}")
+            if self.guarded.get(f"a{i}", (rf,))[0] == rf:
+                self.guarded[f"a{i}"] = (rf, kb.regfiles[rf].count)
+            else:
+                self.guarded.pop(f"a{i}")  # an operand of two files (not in a doc)
         if guards:
             self.emit(f"if not ({' and '.join(guards)}):")
             self.emit("return None", 2)
         for i, rf, name in plan.regs:
-            arr_kind, width = self._regfile(rf)
+            arr_kind, width, bits = self._regfile(rf)
             src = f"{self.reg(rf)}[a{i}]"
             if arr_kind == "f":
                 src = f"({src} >> {32 - width})"
-            self.bind(name, src)
+            loc = self.bind(name, src, pure=True)
+            if bits <= 63 or arr_kind == "i":
+                self.bounded.add(loc)
         for i, name, shift, mask in scope.decoders:
-            self.bind(name, f"((a{i} >> {shift}) & {mask})")
+            self.bind(name, f"((a{i} >> {shift}) & {mask})", pure=True)
         self.local["op"] = "_op"
-        if any(fields for fields in scope.fields) or any(u[1] is not None for u in plan.uses):
+        fielded = any(fields for fields in scope.fields)
+        if fielded:
             self.emit("try:")
-            for (st, _, _), u, fields in zip(plan.uses, ins.uses, scope.fields, strict=True):
-                rec = self.state(st)
-                if u.index is not None:
-                    r = self.fresh("r")
-                    self.emit(f"{r} = {rec}[{self.py(u.index)}]", 2)
-                    rec = r
-                for name, f in fields:
-                    self.bind(name, f"{rec}[{f!r}]", 2)
+        for (st, _, _), u, fields in zip(plan.uses, ins.uses, scope.fields, strict=True):
+            rec = self.state(st)
+            if u.index is not None:
+                r = self.fresh("r")
+                self.emit(f"{r} = {rec}[{self.py(u.index)}]", 2 if fielded else 1)
+                rec = r
+            for name, f in fields:
+                self.bind(name, f"{rec}[{f!r}]", 2)
+        if fielded:
             self.emit("except KeyError:")
             self.emit("return None", 2)  # a field missing from its record: the reference's way
         keep = {id(fn) for _, fn in scope.lets}
@@ -284,14 +307,20 @@ class _Gen:
             self._effect(k, eff, applied)
         # the timing operation, in the reference's order
         lat = "1"
-        if ins.latency is not None:
+        latency = fold(ins.latency, self.consts) if ins.latency is not None else None
+        if isinstance(latency, ex.Int):
+            lat = repr(max(latency.value, 0))
+        elif ins.latency is not None:
             self.emit(f"lat = int({self.py(ins.latency)})")
             self.emit("lat = lat if lat >= 0 else 0")
             lat = "lat"
         pops = self._tokens(plan.pops, ins.pops, "pops")
         pushes = self._tokens(plan.pushes, ins.pushes, "pushes")
         issue = "None"
-        if ins.issue is not None:
+        issue_e = fold(ins.issue, self.consts) if ins.issue is not None else None
+        if isinstance(issue_e, ex.Int):
+            issue = repr(max(issue_e.value, 0))
+        elif ins.issue is not None:
             self.emit(f"iss = int({self.py(ins.issue)})")
             self.emit("iss = iss if iss >= 0 else 0")
             issue = "iss"
@@ -305,24 +334,27 @@ class _Gen:
             self.emit(f"{rec}[{s.field!r}] = {self.py(s.value)}")
         unit, name = self.const(ins.unit), self.const(ins.name)
         self.emit(
-            f"return ({unit}, {lat}, {pops}, {pushes}, {plan.memory!r}, ins.line, {issue}, {reads}, {writes}, {name}), pts"
+            f"_APPEND(({unit}, {lat}, {pops}, {pushes}, {plan.memory!r}, ins.line, {issue}, {reads}, {writes}, {name}))"
         )
-        head = ["def _make(_REGS, _STATE, _MEM):"]
+        self.emit("return pts")
+        head = ["def _make(_REGS, _STATE, _MEM, _APPEND):"]
         for rf, var in self.regs.items():
             head.append(f"    {var} = _REGS[{rf!r}]")
         for st, var in self.states.items():
             head.append(f"    {var} = _STATE[{st!r}]")
         head.append(f"    _op = {ins.name.lower()!r}")
         head.append("    def step(a, ins, n):")
-        body = ["    " + line for line in self.lines]
+        used = "\n".join(self.lines)
+        drop = {at for at, loc in self.pure if len(re.findall(rf"\b{loc}\b", used)) == 1}
+        body = ["    " + line for at, line in enumerate(self.lines) if at not in drop]
         src = "\n".join([*head, *body, "    return step", ""])
         glob = self.glob
         exec(compile(src, f"<step {ins.name}>", "exec"), glob)  # noqa: S102 - generated from our own doc AST
         return Kind(glob["_make"], src)
 
-    def _regfile(self, rf: str) -> tuple[str, int]:
-        """How a register file is read: its dtype's kind and its width (floats: bit patterns of
-        float32 storage alone)."""
+    def _regfile(self, rf: str) -> tuple[str, int, int]:
+        """How a register file is read: its dtype's kind, its width and its storage's bits
+        (floats: bit patterns of float32 storage alone)."""
         v = self.sim.views.get(rf)
         width = self.kb.regfiles[rf].width
         if v is None or v.name != v.memory or v.rows * v.cols != 1:
@@ -332,7 +364,7 @@ class _Gen:
             raise _NoGen(f"register file {rf} of {dt}")
         if dt.kind not in "iuf":
             raise _NoGen(f"register file {rf} of {dt}")
-        return dt.kind, width
+        return dt.kind, width, 8 * dt.itemsize
 
     def _tokens(self, toks: list[tuple[str, Any, Any, int]], decl: tuple[dm.Token, ...], what: str) -> str:
         if not toks:
@@ -450,38 +482,41 @@ class _Gen:
         pad = "    " * depth
         a_name = self.fresh("A")
         self.glob[a_name] = a
-        t = self.fresh()
-        out.append(f"{pad}{t} = {self.top(a.index)}")
-        ridx = []
-        for x in refs:
-            r = self.fresh()
-            out.append(f"{pad}{r} = {self.top(x.expr)}")
-            ridx.append(r)
-        vals = []
-        for x in a.args:
-            if x.kind == "val":
-                v = self.fresh()
-                out.append(f"{pad}{v} = {self.top(x.expr)}")
-                vals.append(v)
-        for v in vals:
-            out.append(f"{pad}if not -{I64} <= {v} < {I64}:")
-            out.append(f"{pad}    raise _Slow")
+
+        def value(e: ex.Expr) -> str:
+            """A local or literal holding e's value (evaluated here, in the closure's order)."""
+            src = self.top(e)
+            if src.isidentifier() or isinstance(e, ex.Int):
+                return src
+            loc = self.fresh()
+            out.append(f"{pad}{loc} = {src}")
+            return loc
+
+        t = value(a.index)
+        ridx = [value(x.expr) for x in refs]
+        vals = [(x.expr, value(x.expr)) for x in a.args if x.kind == "val"]
+        for e, v in vals:
+            if not (v in self.bounded or (isinstance(e, ex.Int) and -I64 <= e.value < I64)):
+                out.append(f"{pad}if not -{I64} <= {v} < {I64}:")
+                out.append(f"{pad}    raise _Slow")
         operands = []
         ri, vi = 0, 0
         for x in a.args:
             if x.kind == "ref":
                 view = views[x.name]
-                vn = self.fresh("V")
-                self.glob[vn] = view
                 r = ridx[ri]
                 ri += 1
-                out.append(f"{pad}if not 0 <= {r} < {view.count}:")
-                out.append(f"{pad}    _oob(_MEM, {vn}, {r}, {a_name}, 'reads')")
+                if self.guarded.get(r) != (x.name, view.count):
+                    vn = self.fresh("V")
+                    self.glob[vn] = view
+                    out.append(f"{pad}if not 0 <= {r} < {view.count}:")
+                    out.append(f"{pad}    _oob(_MEM, {vn}, {r}, {a_name}, 'reads')")
                 g = self.fresh()
                 out.append(f"{pad}{g} = {self.reg(x.name)}[{r}]")
                 operands.append(g)
             else:
-                operands.append(f"int({vals[vi]})")
+                e, v = vals[vi]
+                operands.append(v if v in self.bounded or isinstance(e, ex.Int) else f"int({v})")
                 vi += 1
         tv = views[a.target]
         dt = np.dtype(tv.dtype)
@@ -491,10 +526,11 @@ class _Gen:
         if dt.kind == "i":
             out.append(f"{pad}if {y} >> {bits - 1}:")
             out.append(f"{pad}    {y} -= {1 << bits}")
-        vn = self.fresh("V")
-        self.glob[vn] = tv
-        out.append(f"{pad}if not 0 <= {t} < {tv.count}:")
-        out.append(f"{pad}    _oob(_MEM, {vn}, {t}, {a_name}, 'writes')")
+        if self.guarded.get(t) != (a.target, tv.count):
+            vn = self.fresh("V")
+            self.glob[vn] = tv
+            out.append(f"{pad}if not 0 <= {t} < {tv.count}:")
+            out.append(f"{pad}    _oob(_MEM, {vn}, {t}, {a_name}, 'writes')")
         out.append(f"{pad}{self.reg(a.target)}[{t}] = {y}")
         return out
 
@@ -532,6 +568,8 @@ class _Gen:
             # with a small literal is checked inline
             left, right = self.plain(e.left), self.plain(e.right)
             if isinstance(e.right, ex.Int) and -I64 <= e.right.value < I64 and left.isidentifier():
+                if left in self.bounded or left in self.guarded:
+                    return f"({left} {e.op} {right})"  # an int within int64
                 return f"({left} {e.op} {right} if type({left}) is int and -{I64} <= {left} < {I64} else _eq({left}, {right}, {e.op == '=='}))"
             return f"_eq({left}, {right}, {e.op == '=='})"
         if isinstance(e, ex.Bin) and e.op in ("and", "or"):
@@ -610,9 +648,39 @@ def _reference_step(
     return row, points
 
 
+def _loop(
+    macro: str, rf: str, r: int, mv: memoryview | None, loops: list[tuple[int, str, int]], at: int, regs: fx.Memories
+) -> tuple[int | None, int]:
+    """`GenericSim._loop` (after the macro's effects ran) with its counter register `rf`[`r`]
+    (`mv`: its file's memoryview, None for a float file): the next pc (None: the next
+    instruction) and the depth of the loop it opened, closed or jumped back to; None, -1: no
+    open loop to close (the caller refuses the program)."""
+    if macro == LOOP_START:
+        loops.append((at + 1, rf, r))
+        return None, len(loops) - 1
+    if macro == LOOP_BREAK:
+        if not loops:
+            return None, -1
+        _, brf, br = loops.pop()
+        regs.arrays[brf][br] = 0
+        return None, len(loops)
+    k = len(loops) - 1
+    while k >= 0:
+        _, lrf, lr = loops[k]
+        if lr == r and lrf == rf:
+            break
+        k -= 1
+    else:
+        return None, -1
+    if mv[r] if mv is not None and 0 <= r < len(mv) else regs.arrays[rf][r, 0]:
+        return loops[k][0], k
+    del loops[k]
+    return None, k
+
+
 def run_timing(sim: GenericSim, instrs: Any, max_instructions: int, extrapolate: bool) -> Run:
     """`GenericSim.run(instrs)` timing-only (no memories, no rules), the same result."""
-    from zomboss.machine.simulator import LOOP_BREAK, LOOP_END, LOOP_START, Run
+    from zomboss.machine.simulator import Run
 
     t0 = time.perf_counter()
     kb = sim.kb
@@ -620,21 +688,26 @@ def run_timing(sim: GenericSim, instrs: Any, max_instructions: int, extrapolate:
         n: ([dict(f) for _ in range(size)] if size is not None else dict(f)) for n, (size, f) in kb.states.items()
     }
     ops: list[OpRow] = []
+    append = ops.append
     counts: dict[str, int] = {}
     points = 0
     hooks = {name: make() for name, make in sim.macros.items()}
     regmem = fx.Memories(kb, only=set(kb.regfiles))
     regviews = _register_views(kb, regmem)
     kinds = sim.kinds
-    steps: dict[str, Step] = {}
-    for name, kind in kinds.items():
-        try:
-            steps[name] = kind.make(regviews, state, regmem)
-        except KeyError:
-            continue  # a register file without a flat view: the reference's way
     plans = sim.plans
-    arity = {name: len(p.ins.operands) for name, p in plans.items()}
-    macro_of = {name: p.ins.macro for name, p in plans.items()}
+    # per mnemonic: (operands, its bound step or None, its macro, its loop counter's register file)
+    info: dict[str, tuple[int, Step | None, str | None, str]] = {}
+    for name, p in plans.items():
+        step: Step | None = None
+        if name in kinds:
+            try:
+                step = kinds[name].make(regviews, state, regmem, append)
+            except KeyError:
+                step = None  # a register file without a flat view: the reference's way
+        rf = p.ins.operands[p.counter].kind if p.counter >= 0 else ""
+        info[name] = (len(p.ins.operands), step, p.ins.macro or None, rf)
+    ints = {rf: mv for rf, mv in regviews.items() if regmem.arrays[rf].dtype.kind != "f"}
     program = list(sim.stream(instrs))
     size = len(program)
     loops: list[tuple[int, str, int]] = []
@@ -642,8 +715,6 @@ def run_timing(sim: GenericSim, instrs: Any, max_instructions: int, extrapolate:
     rep = None
     if extrapolate and not hooks:
         rep = replay_for(regmem, tuple(sorted(plans)), tuple(kb.regfiles))
-    loop_macros = (LOOP_START, LOOP_END, LOOP_BREAK)
-    append = ops.append
     pc, n = 0, -1
     while pending or pc < size:
         if pending:
@@ -660,26 +731,28 @@ def run_timing(sim: GenericSim, instrs: Any, max_instructions: int, extrapolate:
             raise LimitError(f"the program executes more than {max_instructions:,} instructions")
         op = instr.op
         args = instr.args
-        if arity.get(op) != len(args):
+        entry = info.get(op)
+        if entry is None or entry[0] != len(args):
             raise IllegalProgram(
                 [Violation("isa.arity", f"{op}: unknown instruction or wrong operand count", "", n, instr.line, op)]
             )
-        step = steps.get(op)
-        got_row = step(args, instr, n) if step is not None else None
-        if got_row is None:
-            got_row = _reference_step(sim, plans[op], instr, state, regmem, n)
-        row, pts = got_row
-        append(row)
+        _, step, macro, crf = entry
+        pts = step(args, instr, n) if step is not None else None
+        if pts is None:
+            row, pts = _reference_step(sim, plans[op], instr, state, regmem, n)
+            append(row)
         points += pts
         counts[op] = counts.get(op, 0) + 1
-        macro = macro_of[op]
-        if not macro:
+        if macro is None:
             continue
-        if macro in loop_macros:
-            plan = plans[op]
+        if crf or macro == LOOP_BREAK:
             if at < 0:
                 raise ZombossError(f"line {instr.line}: {op} (a hardware loop) inside a macro's expansion")
-            jump, depth = sim._loop(macro, plan, instr, loops, at, regmem, n)
+            r = args[plans[op].counter] if crf else 0
+            jump, depth = _loop(macro, crf, r, ints.get(crf), loops, at, regmem)
+            if depth < 0:
+                msg = f"{op}: no open loop" if macro == LOOP_BREAK else f"{op}: no open loop is counted by {crf}{r}"
+                raise IllegalProgram([Violation("loop.open", msg, "", n, instr.line, op)])
             if jump is not None:
                 pc = jump
             if rep is None:
