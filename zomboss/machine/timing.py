@@ -428,6 +428,7 @@ def schedule_rows(kb: KB, rows: Sequence[tuple[Any, ...]]) -> Schedule:
         for a in s.after:
             after.setdefault(a, []).append(s)
     n = len(rows)
+    all_rows = rows
     start = [0] * n
     end = [0] * n
     free: dict[str, int] = {}
@@ -441,6 +442,11 @@ def schedule_rows(kb: KB, rows: Sequence[tuple[Any, ...]]) -> Schedule:
     prev_name = None
     prev: tuple[Any, ...] = ()
     footprinted = bool(locked or chans)
+    limited = any(e.queue < UNBOUNDED or e.inflight < UNBOUNDED for e in engines.values())
+    if not footprinted and not limited:
+        _unlimited(rows, start, end, free, busy, tokens, after, blocks)
+        per_unit = {r[0]: ([], UNBOUNDED, UNBOUNDED) for r in rows}
+        rows = ()  # scheduled
     for i, row in enumerate(rows):
         u, lat, pops, pushes, _, line, iss, reads, writes, name = row
         ent = per_unit.get(u)
@@ -520,16 +526,64 @@ def schedule_rows(kb: KB, rows: Sequence[tuple[Any, ...]]) -> Schedule:
     s_arr = np.array(start, dtype=np.int64)
     e_arr = np.array(end, dtype=np.int64)
     cycles = int(e_arr.max()) if n else 0
-    kinds = {u: engines.get(u, plain).kind for u in per_unit}
-    cls = [kinds[r[0]] or ("memory" if r[4] else "compute") for r in rows]
-    arr = np.array(cls, dtype=object)
-    comp = arr == "compute"
-    work = comp | (arr == "memory")
+    codes = {"compute": 0, "memory": 1, "": -1}  # -1: classed by its effects; 2: control
+    kinds = {u: codes.get(engines.get(u, plain).kind, 2) for u in per_unit}
+    cls = np.fromiter((k if (k := kinds[r[0]]) >= 0 else (1 if r[4] else 0) for r in all_rows), np.int8, n)
+    comp = cls == 0
+    work = cls <= 1
     comp_t = _union(s_arr[comp], e_arr[comp])
     work_t = _union(s_arr[work], e_arr[work])
     all_t = _union(s_arr, e_arr)
     breakdown = {"compute": comp_t, "memory": work_t - comp_t, "stall": cycles - all_t, "overhead": all_t - work_t}
     return Schedule(cycles, breakdown, busy, s_arr, e_arr)
+
+
+def _unlimited(
+    rows: Sequence[tuple[Any, ...]],
+    start: list[int],
+    end: list[int],
+    free: dict[str, int],
+    busy: dict[str, int],
+    tokens: dict[str, deque[int]],
+    after: dict[str, list[Stall]],
+    blocks: bool,
+) -> None:
+    """`schedule_rows`'s pass on a machine without queue or in-flight limits, interlocks and
+    channels (PLENA's): dispatch, the unit's issue interval, tokens and stalls alone."""
+    dispatch = 0
+    last = 0  # the end of the instruction before
+    prev_name = None
+    prev: tuple[Any, ...] = ()
+    for i, row in enumerate(rows):
+        u, lat, pops, pushes, _, line, iss, _, _, name = row
+        d = last if blocks else dispatch + 1
+        dispatch = d
+        t = free.get(u, 0)
+        if d > t:
+            t = d
+        for q in pops:
+            fifo = tokens.get(q)
+            if fifo is None:
+                fifo = tokens[q] = deque()
+            if not fifo:
+                msg = f"{u} pops {q} but no earlier instruction pushed a token on it"
+                raise IllegalProgram([Violation("queue.deadlock", msg, "", i, line, u)])
+            t = max(t, fifo.popleft())
+        if prev_name in after:
+            wait = _stall_rows(after[prev_name], prev, row)
+            if wait:
+                t = max(t, last + wait)
+        issue = lat if iss is None else iss
+        start[i] = t
+        last = end[i] = t + lat
+        free[u] = t + issue
+        busy[u] = busy.get(u, 0) + issue
+        for q in pushes:
+            fifo = tokens.get(q)
+            if fifo is None:
+                fifo = tokens[q] = deque()
+            fifo.append(last)
+        prev_name, prev = name, row
 
 
 def _stall_rows(rules: Sequence[Stall], prev: tuple[Any, ...], cur: tuple[Any, ...]) -> int:
