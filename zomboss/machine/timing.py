@@ -464,16 +464,23 @@ def schedule_rows(kb: KB, rows: Sequence[tuple[Any, ...]]) -> Schedule:
             t = d
         if k >= inflight:
             t = max(t, end[seen[-inflight]])
-        ordered: list[tuple[str, int, int, bool]] = []
-        if footprinted and locked:
-            ordered = [
-                (m, lo, hi, w) for w, spans in ((False, reads), (True, writes)) for m, lo, hi in spans if m in locked
-            ]
-            for m, lo, hi, w in ordered:
-                b = boards.get(m)
-                if b is None:
-                    b = boards[m] = _Board()
-                t = max(t, b.ready(lo, hi, w))
+        if locked:  # the reads, then the writes, of interlocked memories and register files
+            for m, lo, hi in reads:
+                if m in locked:
+                    b = boards.get(m)
+                    if b is None:
+                        b = boards[m] = _Board()
+                    r = b.ready(lo, hi, False)
+                    if r > t:
+                        t = r
+            for m, lo, hi in writes:
+                if m in locked:
+                    b = boards.get(m)
+                    if b is None:
+                        b = boards[m] = _Board()
+                    r = b.ready(lo, hi, True)
+                    if r > t:
+                        t = r
         for q in pops:
             fifo = tokens.get(q)
             if fifo is None:
@@ -499,7 +506,7 @@ def schedule_rows(kb: KB, rows: Sequence[tuple[Any, ...]]) -> Schedule:
         issue = lat if iss is None else iss
         start[i] = t
         e_i = t + lat
-        if footprinted and chans:
+        if chans:
             for m, lo, hi in reads + writes:
                 ch = chans.get(m)
                 if ch is None or hi <= lo:
@@ -514,8 +521,13 @@ def schedule_rows(kb: KB, rows: Sequence[tuple[Any, ...]]) -> Schedule:
         end[i] = e_i
         free[u] = t + issue
         busy[u] = busy.get(u, 0) + issue
-        for m, lo, hi, w in ordered:
-            boards[m].mark(lo, hi, e_i, w)
+        if locked:
+            for m, lo, hi in reads:
+                if m in locked:
+                    boards[m].mark(lo, hi, e_i, False)
+            for m, lo, hi in writes:
+                if m in locked:
+                    boards[m].mark(lo, hi, e_i, True)
         for q in pushes:
             fifo = tokens.get(q)
             if fifo is None:
