@@ -37,6 +37,7 @@ the replay (`replay.py`) see them as they do on the reference path.
 from __future__ import annotations
 
 import re
+import struct
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -157,6 +158,42 @@ _INT_OPS: dict[str, tuple[int, str]] = {
     "min": (2, "min({0}, {1})"),
     "max": (2, "max({0}, {1})"),
 }
+# the closure's float operations on BF16 registers: (arity, `effects.OPS` entry, source on the
+# operands' values as Python floats: the same double arithmetic or the same scalar function)
+_FLOAT_OPS: dict[str, tuple[int, Any, str]] = {
+    "add": (2, np.add, "({0} + {1})"),
+    "sub": (2, np.subtract, "({0} - {1})"),
+    "mul": (2, np.multiply, "({0} * {1})"),
+    "fmax": (2, fx.nf.fmax, "_fmax({0}, {1})"),
+    "reci": (1, fx.nf.FUNCS["reci"], "_reci({0})"),
+    "sqrt": (1, fx.nf.FUNCS["sqrt"], "_sqrt({0})"),
+    "exp": (1, fx.nf.FUNCS["exp"], "_exp({0})"),
+}
+_PACK_F32 = struct.Struct("<f").pack
+_UNPACK_U32 = struct.Struct("<I").unpack
+
+
+def _bf16(y: float) -> int:
+    """`bf16_round` of a double, as the bit pattern of its float32 (NaN, overflow: the closure)."""
+    if y != y:
+        raise _Slow
+    try:
+        u = _UNPACK_U32(_PACK_F32(y))[0]
+    except OverflowError:
+        raise _Slow from None  # past float32: NumPy's conversion gives an infinity
+    return (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+
+
+def _fmax(a: float, b: float) -> float:
+    """`numformats.fmax` of two scalars."""
+    return b if a != a else (b if b > a else a)
+
+
+_HELPERS.update(
+    {"_bf16": _bf16, "_fmax": _fmax, "_reci": fx.nf.reci_scalar, "_sqrt": fx.nf.sqrt_scalar, "_exp": fx.nf.exp_scalar}
+)
+
+
 _PLAIN = {"+", "-", "*", "&", "|"}  # `effects._FAST`'s arithmetic: Python's operators on ints
 _ORDER = {"<", "<=", ">", ">="}  # `_FAST` comparisons: Python bools
 
@@ -395,6 +432,20 @@ class _Gen:
         tracked = [a for a in fps if any(a.memory == f[0] for f in plan.footprints)]
         if len(tracked) != len(plan.footprints):
             raise _NoGen("footprints")
+        if all(a.when is None for a in tracked):  # tuples at once, evaluated in the same order
+            spans: dict[bool, list[str]] = {False: [], True: []}
+            for (mem, _, _, _, w), a in zip(plan.footprints, tracked, strict=True):
+                spans[w].append(f"({mem!r}, int({self.py(a.lo)}), int({self.py(a.hi)}))")
+            for i, rf, r, w in plan.registers:
+                for flag, on in ((False, r), (True, w)):
+                    if on:
+                        spans[flag].append(f"({rf!r}, int(a{i}), int(a{i}) + 1)")
+            out = []
+            for flag in (False, True):
+                loc = self.fresh("fp")
+                self.emit(f"{loc} = ({''.join(x + ', ' for x in spans[flag])})")
+                out.append(loc)
+            return out[0], out[1]
         self.emit("rd_ = []")
         self.emit("wr_ = []")
         for (mem, _, _, _, w), a in zip(plan.footprints, tracked, strict=True):
@@ -450,6 +501,9 @@ class _Gen:
         if compile_effect(views, eff) is None:
             return None
         a = eff.assigns[0]
+        tv = views.get(a.target)
+        if tv is not None and np.dtype(tv.dtype).kind == "f":
+            return self._floats(a) if a.op in _FLOAT_OPS and a.target in self.kb.regfiles else None
         if a.op not in _INT_OPS or a.target not in self.kb.regfiles:
             return None
         arity, op_src = _INT_OPS[a.op]
@@ -472,7 +526,28 @@ class _Gen:
         except _NoGen:
             return None
 
-    def _assign(self, a: dm.Assign, refs: list[dm.Arg]) -> list[str]:
+    def _floats(self, a: dm.Assign) -> list[str] | None:
+        """A BF16 register operation on BF16 registers alone (PLENA's scalar FP unit): the
+        closure computes it in double on the registers' float32 values and narrows the result
+        with `bf16_round` (double to float32, then to BF16, ties to even): so does this code, but
+        for a NaN or a result past float32 (the closure's)."""
+        views = self.sim.views
+        arity, fn, _ = _FLOAT_OPS[a.op]
+        if len(a.args) != arity or any(x.kind != "ref" for x in a.args) or fx.OPS.get(a.op) is not fn:
+            return None
+        for rf in [a.target, *(x.name for x in a.args)]:
+            v = views.get(rf)
+            f = fx.nf.FORMATS.get(v.fmt) if v is not None else None
+            if v is None or rf not in self.kb.regfiles or v.rows * v.cols != 1 or np.dtype(v.dtype) != np.float32:
+                return None
+            if f is None or f.narrow is not fx.nf.bf16_round or f.widen is not None:
+                return None
+        try:
+            return self._assign(a, list(a.args), floats=True)
+        except _NoGen:
+            return None
+
+    def _assign(self, a: dm.Assign, refs: list[dm.Arg], floats: bool = False) -> list[str]:
         views = self.sim.views
         out: list[str] = []
         depth = 0
@@ -512,7 +587,7 @@ class _Gen:
                     out.append(f"{pad}if not 0 <= {r} < {view.count}:")
                     out.append(f"{pad}    _oob(_MEM, {vn}, {r}, {a_name}, 'reads')")
                 g = self.fresh()
-                out.append(f"{pad}{g} = {self.reg(x.name)}[{r}]")
+                out.append(f"{pad}{g} = {self.reg(x.name + ':f' if floats else x.name)}[{r}]")
                 operands.append(g)
             else:
                 e, v = vals[vi]
@@ -522,7 +597,10 @@ class _Gen:
         dt = np.dtype(tv.dtype)
         bits = 8 * dt.itemsize
         y = self.fresh()
-        out.append(f"{pad}{y} = {_INT_OPS[a.op][1].format(*operands)} & {(1 << bits) - 1}")
+        if floats:
+            out.append(f"{pad}{y} = _bf16({_FLOAT_OPS[a.op][2].format(*operands)})")
+        else:
+            out.append(f"{pad}{y} = {_INT_OPS[a.op][1].format(*operands)} & {(1 << bits) - 1}")
         if dt.kind == "i":
             out.append(f"{pad}if {y} >> {bits - 1}:")
             out.append(f"{pad}    {y} -= {1 << bits}")
@@ -619,6 +697,8 @@ def _register_views(kb: KB, regmem: fx.Memories) -> dict[str, memoryview]:
         if arr.ndim != 2 or arr.shape[1] != 1 or not arr.flags.c_contiguous:
             continue
         out[rf] = _mv(arr, np.uint32 if arr.dtype == np.float32 else arr.dtype)
+        if arr.dtype == np.float32:
+            out[f"{rf}:f"] = _mv(arr, np.float32)  # its values, as Python floats
     return out
 
 
@@ -707,7 +787,7 @@ def run_timing(sim: GenericSim, instrs: Any, max_instructions: int, extrapolate:
                 step = None  # a register file without a flat view: the reference's way
         rf = p.ins.operands[p.counter].kind if p.counter >= 0 else ""
         info[name] = (len(p.ins.operands), step, p.ins.macro or None, rf)
-    ints = {rf: mv for rf, mv in regviews.items() if regmem.arrays[rf].dtype.kind != "f"}
+    ints = {rf: regviews[rf] for rf in kb.regfiles if rf in regviews and regmem.arrays[rf].dtype.kind != "f"}
     program = list(sim.stream(instrs))
     size = len(program)
     loops: list[tuple[int, str, int]] = []
