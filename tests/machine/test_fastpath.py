@@ -20,6 +20,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.machine.test_replay import _looped
+from tests.targets.gemmini.conftest import prog
+from tests.targets.gemmini.test_generic import streams
+from tests.targets.plena.test_generic import programs
 from zomboss.doc import parse_doc
 from zomboss.errors import IllegalProgram
 from zomboss.knowledge import KB, compile_doc
@@ -151,11 +155,14 @@ def test_the_suites_take_the_generated_steps() -> None:
     assert set(plena.kinds) == set(plena.plans)
     gemmini = G.generic_sim(GemminiConfig.default())
     assert set(gemmini.kinds) == set(gemmini.plans)
-    for name in ("S_ADDI_INT", "S_ADD_INT", "S_LUI_INT", "C_LOOP_START", "C_LOOP_END"):
+    for name in ("S_ADDI_INT", "S_ADD_INT", "S_LUI_INT", "C_LOOP_START", "C_LOOP_END", "S_ADD_FP", "S_RECI_FP"):
         assert "except _Slow" in plena.kinds[name].source, name
 
 
 # ---- every example program of the docs' rules --------------------------------------------------
+
+
+EXAMPLE_BUDGET = 5000  # instructions per example run (a few loop forever, or nearly)
 
 
 def _examples(kb: KB) -> list[tuple[str, str]]:
@@ -186,7 +193,7 @@ def test_rule_examples_run_alike(target: str) -> None:
             instrs = list(parse_program(sim.kb, text, name).instrs)
         except Exception:  # noqa: BLE001, S112 - an example the assembler refuses: no run
             continue
-        got = _agree(sim, instrs)
+        got = _agree(sim, instrs, max_instructions=EXAMPLE_BUDGET)
         outcomes.add("ran" if isinstance(got, tuple) and len(got) == 11 else "refused")
     assert "ran" in outcomes
 
@@ -198,6 +205,7 @@ TOY = """
 param two = 2
 regfile r { count: 8, width: 32, type: int32 }
 regfile g { count: 4, width: 32, type: u32 }
+regfile fl { count: 4, width: 16, type: bf16 }
 memory m { rows: 64, width: 1, type: int32 }
 memory dram { external, type: int8, bandwidth: 4, latency: 5, outstanding: 2 }
 interlock r, m
@@ -274,6 +282,20 @@ instr BRK()
   unit alu
   latency 1
   macro "loop_break"
+instr FLI(rd: fl, imm: int 0..300)
+  unit alu
+  latency 1
+  effect { fl[rd] = fill(imm - 150) }
+instr FOP(rd: fl, rs1: fl, rs2: fl, k: int 0..6)
+  unit alu
+  latency rs1.val % 5 + 1
+  effect { fl[rd] = add(fl[rs1], fl[rs2]) when k == 0 }
+  effect { fl[rd] = sub(fl[rs1], fl[rs2]) when k == 1 }
+  effect { fl[rd] = mul(fl[rs1], fl[rs2]) when k == 2 }
+  effect { fl[rd] = fmax(fl[rs1], fl[rs2]) when k == 3 }
+  effect { fl[rd] = reci(fl[rs1]) when k == 4 }
+  effect { fl[rd] = sqrt(fl[rs1]) when k == 5 }
+  effect { fl[rd] = exp(fl[rs1]) when k == 6 }
 ```
 """
 
@@ -288,7 +310,11 @@ REG = st.integers(0, 7) | st.integers(-2, 10)  # now and then out of the file: t
 
 @st.composite
 def _toy_line(draw: st.DrawFn) -> Instr:
-    op = draw(st.sampled_from(["LI", "ADD", "MUL", "GADD", "SHL", "DIV", "IDX", "SEL", "CFG", "PUT", "GET"]))
+    op = draw(
+        st.sampled_from(
+            ["LI", "ADD", "MUL", "GADD", "SHL", "DIV", "IDX", "SEL", "CFG", "PUT", "GET", "FLI", "FOP", "FOP"]
+        )
+    )
     if op == "LI":
         args: tuple[int, ...] = (draw(REG), draw(st.integers(0, 300)))
     elif op in ("ADD", "MUL", "DIV", "SEL"):
@@ -301,6 +327,11 @@ def _toy_line(draw: st.DrawFn) -> Instr:
         args = (draw(REG), draw(st.integers(0, 15)))
     elif op == "CFG":
         args = (draw(st.integers(0, 7)),)
+    elif op == "FLI":
+        args = (draw(st.integers(0, 3)), draw(st.integers(0, 300)))
+    elif op == "FOP":
+        fr = st.integers(0, 3) | st.integers(-1, 5)
+        args = (draw(fr), draw(fr), draw(fr), draw(st.integers(0, 6)))
     elif op == "PUT":
         args = (draw(st.integers(0, 3)), draw(st.integers(0, 1 << 16)))
     else:
@@ -343,7 +374,8 @@ def test_random_toy_programs_run_alike(instrs: list[Instr], extrapolate: bool) -
         ([Instr("BRK", ())], "loop.open"),
         ([Instr("ADD", (1, 2, 3))], "isa.arity"),
         ([Instr("NOPE", ())], "isa.arity"),
-        ([Instr("LI", (1, 300)), Instr("SHL", (0, 1, 70)), Instr("SHL", (1, 1, 62)), Instr("GADD", (2, 9))], None),
+        ([Instr("LI", (1, 300)), Instr("SHL", (0, 1, 70)), Instr("SHL", (1, 1, 62)), Instr("GADD", (2, 1))], None),
+        ([Instr("GADD", (2, 9))], "effect.bounds"),
     ],
 )
 def test_toy_refusals(program: list[Instr], rule: str | None) -> None:
@@ -369,8 +401,6 @@ def test_the_instruction_budget_refuses_alike() -> None:
 
 
 def _plena_programs() -> Any:
-    from tests.targets.plena.test_generic import programs
-
     return programs()
 
 
@@ -378,8 +408,6 @@ def _plena_programs() -> Any:
 @given(st.data())
 def test_random_plena_register_programs_run_alike(data: st.DataObject) -> None:
     from zomboss.targets.plena.asm import parse_program
-
-    from tests.machine.test_replay import _looped
 
     sim = _plena_sim()
     asm = data.draw(_plena_programs() if data.draw(st.booleans()) else _looped())
@@ -393,9 +421,6 @@ def test_random_plena_register_programs_run_alike(data: st.DataObject) -> None:
 def test_random_gemmini_streams_run_alike(data: st.DataObject) -> None:
     from zomboss.targets.gemmini import generic as G
     from zomboss.targets.gemmini.config import GemminiConfig
-
-    from tests.targets.gemmini.conftest import prog
-    from tests.targets.gemmini.test_generic import streams
 
     lines, _ = data.draw(streams())
     _agree(G.generic_sim(GemminiConfig.default()), list(prog(*lines).instrs))
@@ -413,10 +438,12 @@ def test_a_wrong_generated_operation_is_caught(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_a_wrong_schedule_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A scoreboard that forgets reads differs from the reference's."""
-    monkeypatch.setattr(T._Board, "mark", lambda self, lo, hi, end, write: T._Scoreboard.mark(self, lo, hi, end, True))
+    """A scoreboard that lets a read of `m` pass the write before it differs from the reference's."""
+    program = [Instr("PUT", (0, 0x0000)), Instr("GET", (0, 1))]
+    _agree(_toy(), program)
+    monkeypatch.setattr(T._Board, "mark", lambda self, lo, hi, end, write: None)
     with pytest.raises(AssertionError):
-        _agree(_toy(), [Instr("LI", (1, 30)), Instr("MUL", (2, 1)), Instr("LI", (1, 5))])
+        _agree(_toy(), program)
 
 
 def _scoreboards(accesses: list[tuple[int, int, int, bool]]) -> Callable[[T._Scoreboard], list[int]]:

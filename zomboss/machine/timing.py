@@ -49,6 +49,7 @@ external memory is memory-class and any other compute-class.
 from __future__ import annotations
 
 import bisect
+from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -139,28 +140,9 @@ class _Scoreboard:
 
 
 class _Board(_Scoreboard):
-    """`_Scoreboard` with the common accesses short-cut (`schedule_rows`): one that meets no
-    segment (inserted) or exactly one segment (updated in place); the segments are the same."""
-
-    def ready(self, lo: int, hi: int, write: bool) -> int:
-        if hi <= lo:
-            return 0
-        t = 0
-        wrote = self.wrote
-        ks = range(bisect.bisect_right(self.hi, lo), bisect.bisect_left(self.lo, hi))
-        if write:
-            read = self.read
-            for k in ks:
-                w, r = wrote[k], read[k]
-                if w > t:
-                    t = w
-                if r > t:
-                    t = r
-        else:
-            for k in ks:
-                if wrote[k] > t:
-                    t = wrote[k]
-        return t
+    """`_Scoreboard` with the common accesses short-cut (`schedule_rows`, which also reads it
+    inline): one that meets no segment (inserted) or exactly one segment (updated in place); the
+    segments are the same."""
 
     def mark(self, lo: int, hi: int, end: int, write: bool) -> None:
         if hi <= lo:
@@ -433,7 +415,7 @@ def schedule_rows(kb: KB, rows: Sequence[tuple[Any, ...]]) -> Schedule:
     end = [0] * n
     free: dict[str, int] = {}
     busy: dict[str, int] = {}
-    boards: dict[str, _Scoreboard] = {}
+    boards: dict[str, _Board] = {m: _Board() for m in locked}
     chan_free: dict[str, int] = {}
     chan_done: dict[str, list[int]] = {}
     plain = Unit()
@@ -457,30 +439,34 @@ def schedule_rows(kb: KB, rows: Sequence[tuple[Any, ...]]) -> Schedule:
         d = (end[i - 1] if i else 0) if blocks else dispatch + 1
         k = len(seen)
         if k >= qdepth:
-            d = max(d, start[seen[-qdepth]])
+            q0 = start[seen[-qdepth]]  # its queue is full until that one starts
+            if q0 > d:
+                d = q0
         dispatch = d
         t = free.get(u, 0)
         if d > t:
             t = d
         if k >= inflight:
-            t = max(t, end[seen[-inflight]])
+            f0 = end[seen[-inflight]]  # as many in flight as the unit holds
+            if f0 > t:
+                t = f0
         if locked:  # the reads, then the writes, of interlocked memories and register files
-            for m, lo, hi in reads:
-                if m in locked:
-                    b = boards.get(m)
-                    if b is None:
-                        b = boards[m] = _Board()
-                    r = b.ready(lo, hi, False)
-                    if r > t:
-                        t = r
-            for m, lo, hi in writes:
-                if m in locked:
-                    b = boards.get(m)
-                    if b is None:
-                        b = boards[m] = _Board()
-                    r = b.ready(lo, hi, True)
-                    if r > t:
-                        t = r
+            for m, lo, hi in reads:  # `_Board.ready`, inline: after the writes it meets
+                b = boards.get(m)
+                if b is not None and hi > lo:
+                    wrote = b.wrote
+                    for k in range(bisect_right(b.hi, lo), bisect_left(b.lo, hi)):
+                        if wrote[k] > t:
+                            t = wrote[k]
+            for m, lo, hi in writes:  # after the writes and reads it meets
+                b = boards.get(m)
+                if b is not None and hi > lo:
+                    wrote, read = b.wrote, b.read
+                    for k in range(bisect_right(b.hi, lo), bisect_left(b.lo, hi)):
+                        if wrote[k] > t:
+                            t = wrote[k]
+                        if read[k] > t:
+                            t = read[k]
         for q in pops:
             fifo = tokens.get(q)
             if fifo is None:
@@ -523,11 +509,13 @@ def schedule_rows(kb: KB, rows: Sequence[tuple[Any, ...]]) -> Schedule:
         busy[u] = busy.get(u, 0) + issue
         if locked:
             for m, lo, hi in reads:
-                if m in locked:
-                    boards[m].mark(lo, hi, e_i, False)
+                b = boards.get(m)
+                if b is not None:
+                    b.mark(lo, hi, e_i, False)
             for m, lo, hi in writes:
-                if m in locked:
-                    boards[m].mark(lo, hi, e_i, True)
+                b = boards.get(m)
+                if b is not None:
+                    b.mark(lo, hi, e_i, True)
         for q in pushes:
             fifo = tokens.get(q)
             if fifo is None:
