@@ -403,7 +403,7 @@ class _Gen:
             raise _NoGen(f"register file {rf} of {dt}")
         return dt.kind, width, 8 * dt.itemsize
 
-    def _tokens(self, toks: list[tuple[str, Any, Any, int]], decl: tuple[dm.Token, ...], what: str) -> str:
+    def _tokens(self, toks: list[tuple[str, Any, Any, int]], decl: tuple[dm.TokenOp, ...], what: str) -> str:
         if not toks:
             return "()"
         if all(t.when is None and t.index is None for t in decl):
@@ -547,7 +547,7 @@ class _Gen:
         except _NoGen:
             return None
 
-    def _assign(self, a: dm.Assign, refs: list[dm.Arg], floats: bool = False) -> list[str]:
+    def _assign(self, a: dm.Assign, refs: list[dm.TArg], floats: bool = False) -> list[str]:
         views = self.sim.views
         out: list[str] = []
         depth = 0
@@ -846,9 +846,9 @@ def run_timing(sim: GenericSim, instrs: Any, max_instructions: int, extrapolate:
             if not rep.wants(key, counter):
                 continue
             m = rep.mark(regmem, len(ops), n + 1, points, counts, state)
-            periods, p = rep.boundary(key, m, ops, counter)
+            periods, period = rep.boundary(key, m, ops, counter)
             if periods:
-                k, dn, dcounts, dpoints = rep.advance(key, regmem, periods, p)
+                k, dn, dcounts, dpoints = rep.advance(key, regmem, periods, period)
                 ops.extend(ops[len(ops) - k :] * periods)
                 n += periods * dn
                 if n >= max_instructions:

@@ -421,7 +421,7 @@ def schedule_rows(kb: KB, rows: Sequence[tuple[Any, ...]]) -> Schedule:
     plain = Unit()
     per_unit: dict[str, tuple[list[int], int, int]] = {}  # unit -> (its instructions, queue, inflight)
     dispatch = 0
-    prev_name = None
+    prev_name = ""
     prev: tuple[Any, ...] = ()
     footprinted = bool(locked or chans)
     limited = any(e.queue < UNBOUNDED or e.inflight < UNBOUNDED for e in engines.values())
@@ -552,7 +552,7 @@ def _unlimited(
     channels (PLENA's): dispatch, the unit's issue interval, tokens and stalls alone."""
     dispatch = 0
     last = 0  # the end of the instruction before
-    prev_name = None
+    prev_name = ""
     prev: tuple[Any, ...] = ()
     for i, row in enumerate(rows):
         u, lat, pops, pushes, _, line, iss, _, _, name = row
