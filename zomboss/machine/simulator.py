@@ -25,6 +25,12 @@ next instruction; `macro "loop_end"` (after its effects ran) jumps back to the b
 innermost loop counted by its first register operand while that register is non-zero, else
 closes it; `macro "loop_break"` closes the innermost loop and zeroes its counter.
 
+A timing-only run (no memories, no `check`) takes `fastrun.run_timing`: the same loop with each
+instruction's timing-only body generated as one Python function from the doc (`fastpath.py`)
+and its rows scheduled by `timing.schedule_rows`; results and refusals are those of the body of
+`run` here, which stays the reference (`GenericSim.fast_timing = False`,
+`tests/machine/test_fastpath.py`).
+
 Any other `macro "NAME"` is the escape hatch for instructions that expand into a stream
 (Gemmini's hardware loops): the target passes a hook factory per name (`macros`), one hook
 per run. After the instruction itself ran (checked, its effects and `sets` applied), the hook
@@ -49,7 +55,7 @@ from zomboss.expr.ast import children
 from zomboss.knowledge import KB, Violation, scope_names
 from zomboss.legality import Checker
 from zomboss.machine import effects as fx
-from zomboss.machine import fastpath
+from zomboss.machine import fastpath, fastrun
 from zomboss.machine.compiled import Applied, compile_effect
 from zomboss.machine.replay import replay_for
 from zomboss.machine.timing import Op, Schedule, Span, channels, interlocked, queue_arrays, schedule, stalls
@@ -323,7 +329,7 @@ class GenericSim:
         a timing-only run replays the steady iterations of hardware loops (`replay.py`) when
         the machine has no macro hooks; the run's `extrapolation` says what it replayed."""
         if memories is None and not check and timing and self.fast and self.fast_timing:
-            return fastpath.run_timing(self, instrs, max_instructions, extrapolate)
+            return fastrun.run_timing(self, instrs, max_instructions, extrapolate)
         t0 = time.perf_counter()
         kb = self.kb
         checker = Checker(kb) if check else None

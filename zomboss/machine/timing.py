@@ -39,6 +39,11 @@ Every pop must find its token among those pushed by instructions earlier in prog
 (the docs' rules say so; a program that breaks this is refused here as a deadlock), so one
 pass in program order computes every start and end time exactly.
 
+`schedule` takes `Op`s (the reference); `schedule_rows` computes the same schedule from plain
+rows of the same fields (what timing-only runs build), with the doc's machine looked up once
+per unit, a short pass for a machine without queue or in-flight limits, interlocks and channels,
+and the scoreboards read inline.
+
 The breakdown attributes the cycles: `compute` = time some compute-class instruction runs,
 `memory` = time only memory-class ones run, `overhead` = time only control-class ones run,
 `stall` = the rest (waiting on tokens, dispatch and idle units). An instruction's class is its
