@@ -376,6 +376,7 @@ def test_random_toy_programs_run_alike(instrs: list[Instr], extrapolate: bool) -
         ([Instr("NOPE", ())], "isa.arity"),
         ([Instr("LI", (1, 300)), Instr("SHL", (0, 1, 70)), Instr("SHL", (1, 1, 62)), Instr("GADD", (2, 1))], None),
         ([Instr("GADD", (2, 9))], "effect.bounds"),
+        ([Instr("FLI", (0, 155)), *(Instr("FOP", (1 + k % 3, k % 4, 1 + k % 2, k % 7)) for k in range(12))], None),
     ],
 )
 def test_toy_refusals(program: list[Instr], rule: str | None) -> None:
