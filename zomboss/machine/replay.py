@@ -16,12 +16,14 @@ in full. Runs with macro hooks (opaque state) or memories (data) never replay.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import sub
+from typing import Any
 
 import numpy as np
 
 from zomboss.machine import effects as fx
-from zomboss.machine.timing import Op
 
 MAX_PERIOD = 8  # iterations of the longest period looked for
 PROBE = 2 * MAX_PERIOD + 4  # iterations of a loop watched before it is simulated in full
@@ -51,6 +53,7 @@ class Replay:
     regfiles: tuple[str, ...]  # integer register files, in snapshot order
     floats: tuple[str, ...]  # float register files
     sizes: dict[str, int]  # registers per integer register file
+    zeros: tuple[int, ...] = ()  # a 0 per name (the default of a count)
     watch: dict[tuple[int, int, str, int], list[_Mark]] = field(default_factory=dict)
     given_up: set[tuple[int, int, str, int]] = field(default_factory=set)
     loops: int = 0  # loop instances watched
@@ -91,7 +94,7 @@ class Replay:
             ops,
             n,
             points,
-            tuple(counts.get(k, 0) for k in self.names),
+            tuple(map(counts.get, self.names, self.zeros)),
             np.concatenate(ints) if ints else np.zeros(0, np.int64),
             fixed,
         )
@@ -106,7 +109,7 @@ class Replay:
             return False
         return True
 
-    def boundary(self, key: tuple[int, int, str, int], m: _Mark, ops: list[Op], counter: int) -> tuple[int, int]:
+    def boundary(self, key: tuple[int, int, str, int], m: _Mark, ops: Sequence[Any], counter: int) -> tuple[int, int]:
         """At the start of an iteration of loop `key` (depth, body pc, counter register), the
         counter holding `counter`: (whole periods to replay, period length), or (0, 0). The
         iterations left follow from the counter's step per period, which must count it down
@@ -124,7 +127,7 @@ class Replay:
                 a.fixed == b.fixed == c.fixed and c.n - b.n == b.n - a.n and c.points - b.points == b.points - a.points
             ):
                 continue
-            if any(z - y != y - x for x, y, z in zip(a.counts, b.counts, c.counts, strict=True)):
+            if tuple(map(sub, c.counts, b.counts)) != tuple(map(sub, b.counts, a.counts)):
                 continue
             if not np.array_equal(c.regs - b.regs, b.regs - a.regs):
                 continue
@@ -173,4 +176,4 @@ def replay_for(regs: fx.Memories, names: tuple[str, ...], regfiles: tuple[str, .
     floats: list[str] = []
     for rf in regfiles:
         (floats if regs.arrays[rf].dtype.kind == "f" else ints).append(rf)
-    return Replay(names, tuple(ints), tuple(floats), {rf: len(regs.arrays[rf]) for rf in ints})
+    return Replay(names, tuple(ints), tuple(floats), {rf: len(regs.arrays[rf]) for rf in ints}, (0,) * len(names))

@@ -25,6 +25,12 @@ next instruction; `macro "loop_end"` (after its effects ran) jumps back to the b
 innermost loop counted by its first register operand while that register is non-zero, else
 closes it; `macro "loop_break"` closes the innermost loop and zeroes its counter.
 
+A timing-only run (no memories, no `check`) takes `fastrun.run_timing`: the same loop with each
+instruction's timing-only body generated as one Python function from the doc (`fastpath.py`)
+and its rows scheduled by `timing.schedule_rows`; results and refusals are those of the body of
+`run` here, which stays the reference (`GenericSim.fast_timing = False`,
+`tests/machine/test_fastpath.py`).
+
 Any other `macro "NAME"` is the escape hatch for instructions that expand into a stream
 (Gemmini's hardware loops): the target passes a hook factory per name (`macros`), one hook
 per run. After the instruction itself ran (checked, its effects and `sets` applied), the hook
@@ -49,6 +55,7 @@ from zomboss.expr.ast import children
 from zomboss.knowledge import KB, Violation, scope_names
 from zomboss.legality import Checker
 from zomboss.machine import effects as fx
+from zomboss.machine import fastpath, fastrun
 from zomboss.machine.compiled import Applied, compile_effect
 from zomboss.machine.replay import replay_for
 from zomboss.machine.timing import Op, Schedule, Span, channels, interlocked, queue_arrays, schedule, stalls
@@ -257,7 +264,9 @@ def _interpreted(eff: dm.Effect) -> Applied:
 class GenericSim:
     """The simulator of one KB (plans compiled once; `run` is reentrant). `fast=False` interprets
     every effect (`effects.apply`) instead of running the closures compiled per doc effect
-    (`zomboss.machine.compiled`): the reference the compiled path is tested against."""
+    (`zomboss.machine.compiled`): the reference the compiled path is tested against. Timing-only
+    runs take `fastpath.run_timing` unless `fast_timing` is set False (the reference it is
+    tested against)."""
 
     def __init__(self, kb: KB, macros: Mapping[str, Callable[[], Hook]] | None = None, *, fast: bool = True) -> None:
         self.kb = kb
@@ -282,6 +291,17 @@ class GenericSim:
                 raise ZombossError(
                     f"{p.ins.loc}: {p.ins.name} ({p.ins.macro}) needs a register operand to count the loop"
                 )
+        # timing-only runs take the generated steps of `fastpath.py` (made at the first one);
+        # False: the reference way (the body of `run`), what they are tested against
+        self.fast_timing = fast
+        self._kinds: dict[str, fastpath.Kind] | None = None
+
+    @property
+    def kinds(self) -> dict[str, fastpath.Kind]:
+        """The generated timing-only step of each instruction the generator makes exact."""
+        if self._kinds is None:
+            self._kinds = fastpath.generate(self)
+        return self._kinds
 
     def stream(self, instrs: Iterable[Instr]) -> Iterator[Instr]:
         """The executed stream: the program, then the end-of-stream marker(s) the doc declares."""
@@ -308,6 +328,8 @@ class GenericSim:
         schedule only with `timing`; without it the run's schedule is empty). `extrapolate`:
         a timing-only run replays the steady iterations of hardware loops (`replay.py`) when
         the machine has no macro hooks; the run's `extrapolation` says what it replayed."""
+        if memories is None and not check and timing and self.fast and self.fast_timing:
+            return fastrun.run_timing(self, instrs, max_instructions, extrapolate)
         t0 = time.perf_counter()
         kb = self.kb
         checker = Checker(kb) if check else None

@@ -39,6 +39,11 @@ Every pop must find its token among those pushed by instructions earlier in prog
 (the docs' rules say so; a program that breaks this is refused here as a deadlock), so one
 pass in program order computes every start and end time exactly.
 
+`schedule` takes `Op`s (the reference); `schedule_rows` computes the same schedule from plain
+rows of the same fields (what timing-only runs build), with the doc's machine looked up once
+per unit, a short pass for a machine without queue or in-flight limits, interlocks and channels,
+and the scoreboards read inline.
+
 The breakdown attributes the cycles: `compute` = time some compute-class instruction runs,
 `memory` = time only memory-class ones run, `overhead` = time only control-class ones run,
 `stall` = the rest (waiting on tokens, dispatch and idle units). An instruction's class is its
@@ -49,9 +54,11 @@ external memory is memory-class and any other compute-class.
 from __future__ import annotations
 
 import bisect
+from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -135,6 +142,32 @@ class _Scoreboard:
         self.hi[i:j] = [s[1] for s in new]
         self.wrote[i:j] = [s[2] for s in new]
         self.read[i:j] = [s[3] for s in new]
+
+
+class _Board(_Scoreboard):
+    """`_Scoreboard` with the common accesses short-cut (`schedule_rows`, which also reads it
+    inline): one that meets no segment (inserted) or exactly one segment (updated in place); the
+    segments are the same."""
+
+    def mark(self, lo: int, hi: int, end: int, write: bool) -> None:
+        if hi <= lo:
+            return
+        i = bisect.bisect_right(self.hi, lo)
+        j = bisect.bisect_left(self.lo, hi)
+        if i == j:  # a stretch nothing accessed before
+            e = max(0, end)
+            self.lo.insert(i, lo)
+            self.hi.insert(i, hi)
+            self.wrote.insert(i, e if write else 0)
+            self.read.insert(i, 0 if write else e)
+            return
+        if j == i + 1 and self.lo[i] == lo and self.hi[i] == hi:  # exactly one segment
+            if write:
+                self.wrote[i] = max(self.wrote[i], end)
+            else:
+                self.read[i] = max(self.read[i], end)
+            return
+        super().mark(lo, hi, end, write)
 
 
 @dataclass(frozen=True)
@@ -366,3 +399,205 @@ def _union(lo: np.ndarray, hi: np.ndarray) -> int:
     lo, hi = lo[o], np.maximum.accumulate(hi[o])
     gaps = np.maximum(lo[1:] - hi[:-1], 0)
     return int(hi[-1] - lo[0] - gaps.sum())
+
+
+def schedule_rows(kb: KB, rows: Sequence[tuple[Any, ...]]) -> Schedule:
+    """`schedule(kb, [Op(*row) for row in rows])` without the `Op`s (a row is an Op's fields in
+    order), the same schedule: the same pass with the doc's machine looked up once per unit and
+    the checks a machine does not declare (interlocks, channels, stalls, queue limits) skipped."""
+    engines = units(kb)
+    tokens: dict[str, deque[int]] = {d.name: deque() for d in kb.doc.decls if d.kind == "queue"}
+    locked = interlocked(kb)
+    chans = channels(kb)
+    blocks = blocking(kb)
+    after: dict[str, list[Stall]] = {}
+    for s in stalls(kb):
+        for a in s.after:
+            after.setdefault(a, []).append(s)
+    n = len(rows)
+    all_rows = rows
+    start = [0] * n
+    end = [0] * n
+    free: dict[str, int] = {}
+    busy: dict[str, int] = {}
+    boards: dict[str, _Board] = {m: _Board() for m in locked}
+    chan_free: dict[str, int] = {}
+    chan_done: dict[str, list[int]] = {}
+    plain = Unit()
+    per_unit: dict[str, tuple[list[int], int, int]] = {}  # unit -> (its instructions, queue, inflight)
+    dispatch = 0
+    prev_name = ""
+    prev: tuple[Any, ...] = ()
+    footprinted = bool(locked or chans)
+    limited = any(e.queue < UNBOUNDED or e.inflight < UNBOUNDED for e in engines.values())
+    if not footprinted and not limited:
+        _unlimited(rows, start, end, free, busy, tokens, after, blocks)
+        per_unit = {r[0]: ([], UNBOUNDED, UNBOUNDED) for r in rows}
+        rows = ()  # scheduled
+    for i, row in enumerate(rows):
+        u, lat, pops, pushes, _, line, iss, reads, writes, name = row
+        ent = per_unit.get(u)
+        if ent is None:
+            e = engines.get(u, plain)
+            ent = per_unit[u] = ([], e.queue, e.inflight)
+        seen, qdepth, inflight = ent
+        d = (end[i - 1] if i else 0) if blocks else dispatch + 1
+        k = len(seen)
+        if k >= qdepth:
+            q0 = start[seen[-qdepth]]  # its queue is full until that one starts
+            if q0 > d:
+                d = q0
+        dispatch = d
+        t = free.get(u, 0)
+        if d > t:
+            t = d
+        if k >= inflight:
+            f0 = end[seen[-inflight]]  # as many in flight as the unit holds
+            if f0 > t:
+                t = f0
+        if locked:  # the reads, then the writes, of interlocked memories and register files
+            for m, lo, hi in reads:  # `_Board.ready`, inline: after the writes it meets
+                b = boards.get(m)
+                if b is not None and hi > lo:
+                    wrote = b.wrote
+                    for k in range(bisect_right(b.hi, lo), bisect_left(b.lo, hi)):
+                        if wrote[k] > t:
+                            t = wrote[k]
+            for m, lo, hi in writes:  # after the writes and reads it meets
+                b = boards.get(m)
+                if b is not None and hi > lo:
+                    wrote, read = b.wrote, b.read
+                    for k in range(bisect_right(b.hi, lo), bisect_left(b.lo, hi)):
+                        if wrote[k] > t:
+                            t = wrote[k]
+                        if read[k] > t:
+                            t = read[k]
+        for q in pops:
+            fifo = tokens.get(q)
+            if fifo is None:
+                fifo = tokens[q] = deque()
+            if not fifo:
+                raise IllegalProgram(
+                    [
+                        Violation(
+                            "queue.deadlock",
+                            f"{u} pops {q} but no earlier instruction pushed a token on it",
+                            "",
+                            i,
+                            line,
+                            u,
+                        )
+                    ]
+                )
+            t = max(t, fifo.popleft())
+        if prev_name in after:
+            wait = _stall_rows(after[prev_name], prev, row)
+            if wait:
+                t = max(t, end[i - 1] + wait)
+        issue = lat if iss is None else iss
+        start[i] = t
+        e_i = t + lat
+        if chans:
+            for m, lo, hi in reads + writes:
+                ch = chans.get(m)
+                if ch is None or hi <= lo:
+                    continue
+                done = chan_done.setdefault(m, [])
+                c = max(t, chan_free.get(m, 0))
+                if len(done) >= ch.outstanding:
+                    c = max(c, done[-ch.outstanding])
+                chan_free[m] = c + -(-(hi - lo) // ch.bandwidth)
+                done.append(chan_free[m] + ch.latency)
+                e_i = max(e_i, done[-1])
+        end[i] = e_i
+        free[u] = t + issue
+        busy[u] = busy.get(u, 0) + issue
+        if locked:
+            for m, lo, hi in reads:
+                b = boards.get(m)
+                if b is not None:
+                    b.mark(lo, hi, e_i, False)
+            for m, lo, hi in writes:
+                b = boards.get(m)
+                if b is not None:
+                    b.mark(lo, hi, e_i, True)
+        for q in pushes:
+            fifo = tokens.get(q)
+            if fifo is None:
+                fifo = tokens[q] = deque()
+            fifo.append(e_i)
+        seen.append(i)
+        prev_name, prev = name, row
+    s_arr = np.array(start, dtype=np.int64)
+    e_arr = np.array(end, dtype=np.int64)
+    cycles = int(e_arr.max()) if n else 0
+    codes = {"compute": 0, "memory": 1, "": -1}  # -1: classed by its effects; 2: control
+    kinds = {u: codes.get(engines.get(u, plain).kind, 2) for u in per_unit}
+    cls = np.fromiter((k if (k := kinds[r[0]]) >= 0 else (1 if r[4] else 0) for r in all_rows), np.int8, n)
+    comp = cls == 0
+    work = cls <= 1
+    comp_t = _union(s_arr[comp], e_arr[comp])
+    work_t = _union(s_arr[work], e_arr[work])
+    all_t = _union(s_arr, e_arr)
+    breakdown = {"compute": comp_t, "memory": work_t - comp_t, "stall": cycles - all_t, "overhead": all_t - work_t}
+    return Schedule(cycles, breakdown, busy, s_arr, e_arr)
+
+
+def _unlimited(
+    rows: Sequence[tuple[Any, ...]],
+    start: list[int],
+    end: list[int],
+    free: dict[str, int],
+    busy: dict[str, int],
+    tokens: dict[str, deque[int]],
+    after: dict[str, list[Stall]],
+    blocks: bool,
+) -> None:
+    """`schedule_rows`'s pass on a machine without queue or in-flight limits, interlocks and
+    channels (PLENA's): dispatch, the unit's issue interval, tokens and stalls alone."""
+    dispatch = 0
+    last = 0  # the end of the instruction before
+    prev_name = ""
+    prev: tuple[Any, ...] = ()
+    for i, row in enumerate(rows):
+        u, lat, pops, pushes, _, line, iss, _, _, name = row
+        d = last if blocks else dispatch + 1
+        dispatch = d
+        t = free.get(u, 0)
+        if d > t:
+            t = d
+        for q in pops:
+            fifo = tokens.get(q)
+            if fifo is None:
+                fifo = tokens[q] = deque()
+            if not fifo:
+                msg = f"{u} pops {q} but no earlier instruction pushed a token on it"
+                raise IllegalProgram([Violation("queue.deadlock", msg, "", i, line, u)])
+            t = max(t, fifo.popleft())
+        if prev_name in after:
+            wait = _stall_rows(after[prev_name], prev, row)
+            if wait:
+                t = max(t, last + wait)
+        issue = lat if iss is None else iss
+        start[i] = t
+        last = end[i] = t + lat
+        free[u] = t + issue
+        busy[u] = busy.get(u, 0) + issue
+        for q in pushes:
+            fifo = tokens.get(q)
+            if fifo is None:
+                fifo = tokens[q] = deque()
+            fifo.append(last)
+        prev_name, prev = name, row
+
+
+def _stall_rows(rules: Sequence[Stall], prev: tuple[Any, ...], cur: tuple[Any, ...]) -> int:
+    """`_stall` of two rows."""
+    k = 0
+    for s in rules:
+        if cur[9] in s.before:
+            mine = prev[7] if s.dep == "war" else prev[8]
+            theirs = cur[7] if s.dep == "raw" else cur[8]
+            if _meets(mine, theirs, s.on):
+                k += s.cycles
+    return k
