@@ -147,3 +147,33 @@ def test_vta_timing_evaluations_do_not_change() -> None:
     a, b = t.evaluate(inst, m, Mode.TIMING), t.evaluate(inst, m, Mode.TIMING, extrapolate=False)
     assert (a.cycles, a.breakdown, a.instructions) == (b.cycles, b.breakdown, b.instructions)
     assert "extrapolation" not in a.report and a.report.keys() == b.report.keys()
+
+
+def test_a_loop_whose_instances_show_no_period_is_no_longer_watched():
+    """Watching costs more than it skips on a loop that never repeats: after GIVE_UP instances of
+    one loop body closed without a period (none replayed), later instances are not watched; a
+    loop body that was replayed once stays watched."""
+    from zomboss.machine.replay import GIVE_UP, Replay
+
+    rep = Replay((), (), (), {})
+    for instance in range(GIVE_UP):
+        key = (1, 7, "gp", instance)
+        assert rep.wants(key, 10)
+        rep.watch[key] = []  # watched, then closed before a period showed
+        rep.forget(1)
+    assert not rep.wants((1, 7, "gp", 99), 10)
+    assert rep.wants((1, 8, "gp", 0), 10)  # another loop body
+    rep.periodic.add(7)  # an instance of it was replayed: it is worth watching
+    rep.given_up.clear()
+    assert rep.wants((1, 7, "gp", 100), 10)
+
+
+def test_plena_defaults_watch_fewer_loops_with_the_same_cycles():
+    t = get_target("plena")
+    wl = t.workload("rms_64x384")
+    inst = t.instance(wl, {})
+    k = t.kernel(inst, None)
+    sim = GenericSim(inst.cfg.kb)
+    full, ext = sim.run(k.program.instrs), sim.run(k.program.instrs, extrapolate=True)
+    assert ext.cycles == full.cycles and ext.schedule.breakdown == full.schedule.breakdown
+    assert ext.extrapolation is not None and ext.extrapolation["loops"] < 71  # 71 watched without the give-up

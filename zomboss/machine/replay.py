@@ -11,7 +11,10 @@ simulation goes on exactly from there. The timing model then schedules every ope
 replayed ones included, so cycles, breakdown and busy times are those of the operation stream;
 what is assumed is only that the stream keeps repeating (as `steady.py` assumes of the
 hand-written models' state). A loop that shows no period within `PROBE` iterations is simulated
-in full. Runs with macro hooks (opaque state) or memories (data) never replay.
+in full, and once `GIVE_UP` instances of one loop (its body's place in the program) have shown
+none (within `PROBE` iterations or before they closed) and none has been replayed, its later instances are simulated in full without being watched:
+watching costs more than the instructions it could skip. Runs with macro hooks (opaque state) or
+memories (data) never replay.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ PROBE = 2 * MAX_PERIOD + 4  # iterations of a loop watched before it is simulate
 # down by at least one per iteration, so fewer are left than two periods seen, one replayed and
 # the last one run need
 SHORT = 5
+GIVE_UP = 2  # instances of one loop that showed no period, none replayed, before it is no longer watched
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,9 @@ class Replay:
     zeros: tuple[int, ...] = ()  # a 0 per name (the default of a count)
     watch: dict[tuple[int, int, str, int], list[_Mark]] = field(default_factory=dict)
     given_up: set[tuple[int, int, str, int]] = field(default_factory=set)
+    # per loop body (its pc): instances that showed no period, and instances replayed
+    no_period: dict[int, int] = field(default_factory=dict)
+    periodic: set[int] = field(default_factory=set)
     loops: int = 0  # loop instances watched
     replayed: int = 0  # loop instances replayed
     fallbacks: int = 0  # loop instances simulated in full (no period)
@@ -83,7 +90,8 @@ class Replay:
     def forget(self, depth: int) -> None:
         """Loops at `depth` and deeper closed: their watchers go."""
         for key in [k for k in self.watch if k[0] >= depth]:
-            del self.watch[key]
+            del self.watch[key]  # closed before a period showed: it counts as one without
+            self.no_period[key[1]] = self.no_period.get(key[1], 0) + 1
         if any(k[0] >= depth for k in self.given_up):
             self.given_up = {k for k in self.given_up if k[0] < depth}
 
@@ -103,6 +111,9 @@ class Replay:
         """Whether to mark this iteration of loop `key` (its counter holding `counter`): not for
         a loop given up or replayed, nor one too short to gain from a replay."""
         if key in self.given_up:
+            return False
+        if key not in self.watch and self.no_period.get(key[1], 0) >= GIVE_UP and key[1] not in self.periodic:
+            self.given_up.add(key)  # its earlier instances showed no period
             return False
         if key not in self.watch and counter < SHORT:
             self.given_up.add(key)  # too few iterations left for a period to be seen and skipped
@@ -140,6 +151,7 @@ class Replay:
             return (periods, p) if periods >= 1 else (0, 0)
         if j >= PROBE:
             self.fallbacks += 1
+            self.no_period[key[1]] = self.no_period.get(key[1], 0) + 1
             self.given_up.add(key)
             del self.watch[key]
         return 0, 0
@@ -163,6 +175,7 @@ class Replay:
                 arr[i, 0] = y - (1 << bits) if signed and y >> (bits - 1) else y
             at += len(arr)
         self.replayed += 1
+        self.periodic.add(key[1])
         self.iterations += periods * p
         self.instructions += periods * (c.n - b.n)
         counts = {k: y - x for k, x, y in zip(self.names, b.counts, c.counts, strict=True) if y != x}
