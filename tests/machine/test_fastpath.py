@@ -305,6 +305,7 @@ def _toy() -> GenericSim:
     return GenericSim(compile_doc(parse_doc(TOY, "toy.md"), "toy", {}))
 
 
+TOY_BUDGET = 20_000  # instructions a random toy program may execute (fixed draws; each stays fast)
 REG = st.integers(0, 7) | st.integers(-2, 10)  # now and then out of the file: the reference's way
 
 
@@ -356,10 +357,11 @@ def _toy_program(draw: st.DrawFn, depth: int = 0) -> list[Instr]:
     return out
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(_toy_program(), st.booleans())
 def test_random_toy_programs_run_alike(instrs: list[Instr], extrapolate: bool) -> None:
-    _agree(_toy(), instrs, extrapolate=extrapolate)
+    # a loop whose body rewrites its counter may run on: both paths stop at the same budget
+    _agree(_toy(), instrs, extrapolate=extrapolate, max_instructions=TOY_BUDGET)
 
 
 @pytest.mark.parametrize(
@@ -405,7 +407,7 @@ def _plena_programs() -> Any:
     return programs()
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 @given(st.data())
 def test_random_plena_register_programs_run_alike(data: st.DataObject) -> None:
     from zomboss.targets.plena.asm import parse_program
@@ -459,7 +461,7 @@ def _scoreboards(accesses: list[tuple[int, int, int, bool]]) -> Callable[[T._Sco
     return replay
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200, deadline=None, derandomize=True)
 @given(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 8), st.integers(0, 100), st.booleans()), max_size=30))
 def test_the_short_cut_scoreboard_answers_as_the_reference(accesses: list[tuple[int, int, int, bool]]) -> None:
     spans = [(lo, lo + n, end, w) for lo, n, end, w in accesses]

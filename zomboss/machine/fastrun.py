@@ -178,27 +178,10 @@ def run_timing(sim: GenericSim, instrs: Any, max_instructions: int, extrapolate:
                 raise IllegalProgram([Violation("loop.open", msg, "", n, instr.line, op)])
             if jump is not None:
                 pc = jump
-            if rep is None:
-                continue
-            rep.forget(depth + 1 if jump is not None else depth)
-            if jump is None or depth != len(loops) - 1 or loops[depth][1] not in rep.sizes:
-                continue
-            key = (depth, *loops[depth])
-            _, rf, r = loops[depth]
-            counter = int(regmem.arrays[rf][r, 0])
-            if not rep.wants(key, counter):
-                continue
-            m = rep.mark(regmem, len(ops), n + 1, points, counts, state)
-            periods, period = rep.boundary(key, m, ops, counter)
-            if periods:
-                k, dn, dcounts, dpoints = rep.advance(key, regmem, periods, period)
-                ops.extend(ops[len(ops) - k :] * periods)
-                n += periods * dn
-                if n >= max_instructions:
-                    raise LimitError(f"the program executes more than {max_instructions:,} instructions")
-                points += periods * dpoints
-                for name, c in dcounts.items():
-                    counts[name] = counts.get(name, 0) + periods * c
+            if rep is not None:
+                n, points = rep.at_loop(
+                    regmem, loops, depth, jump is not None, ops, n, points, counts, state, max_instructions
+                )
             continue
         hook = hooks.get(macro)
         if hook is not None:

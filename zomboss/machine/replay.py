@@ -22,11 +22,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from operator import sub
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from zomboss.machine import effects as fx
+from zomboss.util import LimitError
+
+_Row = TypeVar("_Row")  # a timing operation as the run holds it (an `Op`, or a row of the fast path)
 
 MAX_PERIOD = 8  # iterations of the longest period looked for
 PROBE = 2 * MAX_PERIOD + 4  # iterations of a loop watched before it is simulated in full
@@ -86,6 +89,45 @@ class Replay:
                 return at + key[3]
             at += self.sizes[rf]
         raise KeyError(key[2])
+
+    def at_loop(
+        self,
+        regs: fx.Memories,
+        loops: Sequence[tuple[int, str, int]],
+        depth: int,
+        jumped: bool,
+        ops: list[_Row],
+        n: int,
+        points: int,
+        counts: dict[str, int],
+        state: object,
+        limit: int,
+    ) -> tuple[int, int]:
+        """After a hardware-loop macro that opened, closed (`jumped` False) or jumped back to
+        (`jumped`) the loop at `depth` of the open `loops` (body pc, register file, counter):
+        watch the loop's iterations and, once it repeats, replay its whole periods (`ops` and
+        `counts` extended in place). Returns the instructions executed so far (the index of the
+        last one) and the effect points, the replayed ones included."""
+        self.forget(depth + 1 if jumped else depth)
+        if not jumped or depth != len(loops) - 1 or loops[depth][1] not in self.sizes:
+            return n, points
+        key = (depth, *loops[depth])
+        _, rf, r = loops[depth]
+        counter = int(regs.arrays[rf][r, 0])
+        if not self.wants(key, counter):
+            return n, points
+        m = self.mark(regs, len(ops), n + 1, points, counts, state)
+        periods, p = self.boundary(key, m, ops, counter)
+        if periods:
+            k, dn, dcounts, dpoints = self.advance(key, regs, periods, p)
+            ops.extend(ops[len(ops) - k :] * periods)
+            n += periods * dn
+            if n >= limit:
+                raise LimitError(f"the program executes more than {limit:,} instructions")
+            points += periods * dpoints
+            for name, c in dcounts.items():
+                counts[name] = counts.get(name, 0) + periods * c
+        return n, points
 
     def forget(self, depth: int) -> None:
         """Loops at `depth` and deeper closed: their watchers go."""
