@@ -509,19 +509,7 @@ def apply(mem: Memories, eff: dm.Effect, env: Mapping[str, Any]) -> int:
             f"{MAX_VALUES:,} one instruction may",
             eff.loc,
         )
-    grids = _grids(tuple(counts)) if counts else np.zeros((0, 1), np.int64)
-    for lp, g in zip(eff.loops, grids, strict=True):
-        if lp.count is not None:
-            cols[lp.var] = g
-            continue
-        assert lp.lo is not None
-        rows = g + int(vcompile(lp.lo)(env))
-        src = mem.views[lp.memory]
-        words = mem.gather(src, rows, eff).reshape(total, -1)[:, 0].astype(np.int64)
-        lay = mem.kb.layouts[lp.layout]
-        for f, (hi, lo) in lay.bits.items():
-            cols[f"{lp.var}.{f}"] = (words >> lo) & ((1 << (hi - lo + 1)) - 1)
-        cols[lp.var] = rows
+    loop_columns(mem, eff, env, cols, _grids(tuple(counts)) if counts else np.zeros((0, 1), np.int64), total)
     for name, view, e in eff.reads:
         if view not in mem.views:
             raise EffectError(f"{view!r} is no memory, tensor or view", eff.loc)
@@ -533,6 +521,23 @@ def apply(mem: Memories, eff: dm.Effect, env: Mapping[str, Any]) -> int:
     for a in eff.assigns:
         _assign(mem, a, cols, total)
     return total
+
+
+def loop_columns(
+    mem: Memories, eff: dm.Effect, env: Mapping[str, Any], cols: dict[str, Any], grids: np.ndarray, total: int
+) -> None:
+    """The loop variables' columns into `cols`: a counted loop's from the grid, a `lo..hi` loop's
+    rows with the fields of the words they hold decoded by its layout."""
+    for lp, g in zip(eff.loops, grids, strict=True):
+        if lp.count is not None:
+            cols[lp.var] = g
+            continue
+        assert lp.lo is not None
+        rows = g + int(vcompile(lp.lo)(env))
+        words = mem.gather(mem.views[lp.memory], rows, eff).reshape(total, -1)[:, 0].astype(np.int64)
+        for f, (hi, lo) in mem.kb.layouts[lp.layout].bits.items():
+            cols[f"{lp.var}.{f}"] = (words >> lo) & ((1 << (hi - lo + 1)) - 1)
+        cols[lp.var] = rows
 
 
 def _per_point(views: Mapping[str, View], a: dm.Assign) -> int:

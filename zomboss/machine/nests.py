@@ -321,7 +321,7 @@ def compile_nest(views: Mapping[str, fx.View], eff: dm.Effect) -> Applied:
                 for lp, g in zip(eff.loops, grids, strict=True):
                     cols[lp.var] = g
             else:
-                _loops(mem, eff, env, cols, grids, total)
+                fx.loop_columns(mem, eff, env, cols, grids, total)
         for r in reads:
             if r.view is None:
                 raise fx.EffectError(f"{eff.reads[reads.index(r)][1]!r} is no memory, tensor or view", eff.loc)
@@ -339,21 +339,3 @@ def compile_nest(views: Mapping[str, fx.View], eff: dm.Effect) -> Applied:
         return total
 
     return apply
-
-
-def _loops(
-    mem: fx.Memories, eff: dm.Effect, env: Mapping[str, Any], cols: dict[str, Any], grids: np.ndarray, total: int
-) -> None:
-    """The loop columns, `lo..hi` loops decoded from their memory (the interpreter's code)."""
-    for lp, g in zip(eff.loops, grids, strict=True):
-        if lp.count is not None:
-            cols[lp.var] = g
-            continue
-        assert lp.lo is not None
-        rows = g + int(fx.vcompile(lp.lo)(env))
-        src = mem.views[lp.memory]
-        words = mem.gather(src, rows, eff).reshape(total, -1)[:, 0].astype(np.int64)
-        lay = mem.kb.layouts[lp.layout]
-        for f, (hi, lo) in lay.bits.items():
-            cols[f"{lp.var}.{f}"] = (words >> lo) & ((1 << (hi - lo + 1)) - 1)
-        cols[lp.var] = rows
