@@ -12,9 +12,9 @@ replayed ones included, so cycles, breakdown and busy times are those of the ope
 what is assumed is only that the stream keeps repeating (as `steady.py` assumes of the
 hand-written models' state). A loop that shows no period within `PROBE` iterations is simulated
 in full, and once `GIVE_UP` instances of one loop (its body's place in the program) have shown
-none (within `PROBE` iterations or before they closed) and none has been replayed, its later instances are simulated in full without being watched:
-watching costs more than the instructions it could skip. Runs with macro hooks (opaque state) or
-memories (data) never replay.
+none (within `PROBE` iterations or before they closed) and none has been replayed, its later
+instances are simulated in full without being watched: watching costs more than the
+instructions it could skip. Runs with macro hooks (opaque state) or memories (data) never replay.
 """
 
 from __future__ import annotations
