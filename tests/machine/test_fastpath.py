@@ -467,3 +467,18 @@ def test_the_short_cut_scoreboard_answers_as_the_reference(accesses: list[tuple[
     spans = [(lo, lo + n, end, w) for lo, n, end, w in accesses]
     replay = _scoreboards(spans)
     assert replay(T._Board()) == replay(T._Scoreboard())
+
+
+def test_a_timing_only_run_is_driven_by_fastrun_and_the_reference_flag_bypasses_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`GenericSim.run` hands timing-only runs to `fastrun.run_timing`; `fast_timing = False` does not."""
+    from zomboss.machine import fastrun
+
+    program = [Instr("LI", (1, 30)), Instr("ADD", (1, 1))]
+    calls: list[int] = []
+    real = fastrun.run_timing
+    monkeypatch.setattr(fastrun, "run_timing", lambda *a, **k: calls.append(1) or real(*a, **k))
+    sim, ref = _pair(GenericSim(_toy().kb))
+    assert sim.run(program).cycles == ref.run(program).cycles
+    assert calls == [1]

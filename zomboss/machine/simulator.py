@@ -265,7 +265,7 @@ class GenericSim:
     """The simulator of one KB (plans compiled once; `run` is reentrant). `fast=False` interprets
     every effect (`effects.apply`) instead of running the closures compiled per doc effect
     (`zomboss.machine.compiled`): the reference the compiled path is tested against. Timing-only
-    runs take `fastpath.run_timing` unless `fast_timing` is set False (the reference it is
+    runs take `fastrun.run_timing` unless `fast_timing` is set False (the reference it is
     tested against)."""
 
     def __init__(self, kb: KB, macros: Mapping[str, Callable[[], Hook]] | None = None, *, fast: bool = True) -> None:
