@@ -155,17 +155,73 @@ def test_a_loop_whose_instances_show_no_period_is_no_longer_watched():
     loop body that was replayed once stays watched."""
     from zomboss.machine.replay import GIVE_UP, Replay
 
-    rep = Replay((), (), (), {})
+    rep = Replay(("gp",), (), {"gp": 16})
     for instance in range(GIVE_UP):
-        key = (1, 7, "gp", instance)
-        assert rep.wants(key, 10)
-        rep.watch[key] = []  # watched, then closed before a period showed
-        rep.forget(1)
-    assert not rep.wants((1, 7, "gp", 99), 10)
-    assert rep.wants((1, 8, "gp", 0), 10)  # another loop body
+        loop = (7, "gp", instance)
+        assert rep.wants(1, loop, 100, 10) is None  # its first jump back is only noted
+        assert rep.wants(1, loop, 99, 20) is not None  # watched from the second
+        rep.forget(1)  # closed before a period showed
+    assert rep.wants(1, (7, "gp", 9), 100, 10) is None
+    assert rep.wants(1, (7, "gp", 9), 99, 20) is None  # given up
+    rep.forget(1)
+    assert rep.wants(1, (8, "gp", 9), 100, 10) is None and rep.wants(1, (8, "gp", 9), 99, 20) is not None
+    rep.forget(1)
     rep.periodic.add(7)  # an instance of it was replayed: it is worth watching
-    rep.given_up.clear()
-    assert rep.wants((1, 7, "gp", 100), 10)
+    assert rep.wants(1, (7, "gp", 9), 100, 10) is None and rep.wants(1, (7, "gp", 9), 99, 20) is not None
+
+
+def test_a_loop_too_short_to_gain_from_a_replay_is_not_watched():
+    """At a loop's second jump back, its first iteration's length and counter step tell what a
+    replay could skip: under MIN_GAIN instructions, it is not marked (a mark costs what several
+    instructions do); a loop whose counter is under SHORT is not even noted."""
+    from zomboss.machine.replay import MIN_GAIN, SHORT, Replay
+
+    rep = Replay(("gp",), (), {"gp": 16})
+    assert rep.wants(0, (3, "gp", 1), SHORT - 1, 10) is None and not rep.open
+    assert rep.wants(0, (3, "gp", 1), 10, 10) is None and rep.open
+    assert rep.wants(0, (3, "gp", 1), 9, 12) is None  # 2 instructions per iteration, 9 iterations left
+    assert rep.wants(0, (3, "gp", 1), 8, 14) is None  # and not again
+    rep.forget(0)
+    assert not rep.open and not rep.no_period  # given up for its length, not for want of a period
+    long = 10 * MIN_GAIN
+    assert rep.wants(0, (3, "gp", 1), long, 10) is None
+    assert rep.wants(0, (3, "gp", 1), long - 1, 12) is not None
+
+
+def test_loops_whose_accesses_advance_are_replayed():
+    """PLENA's loops stream through memory: each period's operations access further on. They
+    are replayed with their footprints moved on, period by period, and time as simulated."""
+    sim = _plena()[1]
+    asm = (
+        "S_ADDI_INT gp1, gp0, 0\nC_SET_ADDR_REG a0, gp0, gp1\nS_ADDI_INT gp2, gp0, 128\nC_SET_STRIDE_REG gp2\n"
+        "S_ADDI_INT gp3, gp0, 0\nS_ADDI_INT gp2, gp0, 0\n"
+        "C_LOOP_START gp5, 60\nH_PREFETCH_V gp3, gp2, a0, 1, 0\nS_ADDI_INT gp3, gp3, 256\n"
+        "S_ADDI_INT gp2, gp2, 512\nC_LOOP_END gp5\n"
+    )
+    instrs = _parse(asm)
+    full, ext = sim.run(instrs), sim.run(instrs, extrapolate=True)
+    assert _timed(ext) == _timed(full)
+    assert ext.extrapolation is not None and ext.extrapolation["replayed"] == 1
+    assert ext.extrapolation["instructions"] > 150
+
+
+def test_moves_are_found_only_where_operations_differ_by_their_footprints():
+    from zomboss.machine.replay import _moved, _moves
+    from zomboss.machine.timing import Op
+
+    a = Op("dma", 4, (), (), True, 1, None, (("vram", 0, 4),), (("hbm", 8, 9),), "LD")
+    b = Op("dma", 4, (), (), True, 1, None, (("vram", 4, 8),), (("hbm", 8, 9),), "LD")
+    assert _moves([a], [b]) == [(0, ((4, 4), (0, 0)))]
+    assert _moved(b, ((4, 4), (0, 0)), 2).reads == (("vram", 12, 16),)
+    row = ("dma", 4, (), (), True, 1, None, (("vram", 0, 4),), (), "LD")
+    assert _moved(row, ((4, 5),), 3) == ("dma", 4, (), (), True, 1, None, (("vram", 12, 19),), (), "LD")
+    for other in (
+        Op("dma", 5, (), (), True, 1, None, (("vram", 4, 8),), (("hbm", 8, 9),), "LD"),  # another latency
+        Op("dma", 4, (), (), True, 1, None, (("sram", 4, 8),), (("hbm", 8, 9),), "LD"),  # another memory
+        Op("dma", 4, (), (), True, 1, None, (), (("hbm", 8, 9),), "LD"),  # another count of spans
+    ):
+        assert _moves([a], [other]) is None
+    assert _moves([a, a], [a, a]) == []
 
 
 def test_plena_defaults_watch_fewer_loops_with_the_same_cycles():

@@ -23,7 +23,7 @@ from zomboss.errors import IllegalProgram, ZombossError
 from zomboss.knowledge import KB, Violation
 from zomboss.machine import effects as fx
 from zomboss.machine.fastpath import LOOP_BREAK, LOOP_START, OpRow, Step, _bounds, _evalerr, _mv
-from zomboss.machine.replay import replay_for
+from zomboss.machine.replay import SHORT, replay_for
 from zomboss.machine.timing import schedule_rows
 from zomboss.program import Instr
 from zomboss.util import LimitError
@@ -137,7 +137,7 @@ def run_timing(sim: GenericSim, instrs: Any, max_instructions: int, extrapolate:
     pending: list[Iterator[Instr]] = []
     rep = None
     if extrapolate and not hooks:
-        rep = replay_for(regmem, tuple(sorted(plans)), tuple(kb.regfiles))
+        rep = replay_for(regmem, tuple(kb.regfiles))
     pc, n = 0, -1
     while pending or pc < size:
         if pending:
@@ -172,13 +172,16 @@ def run_timing(sim: GenericSim, instrs: Any, max_instructions: int, extrapolate:
             if at < 0:
                 raise ZombossError(f"line {instr.line}: {op} (a hardware loop) inside a macro's expansion")
             r = args[plans[op].counter] if crf else 0
-            jump, depth = _loop(macro, crf, r, ints.get(crf), loops, at, regmem)
+            mv = ints.get(crf)
+            jump, depth = _loop(macro, crf, r, mv, loops, at, regmem)
             if depth < 0:
                 msg = f"{op}: no open loop" if macro == LOOP_BREAK else f"{op}: no open loop is counted by {crf}{r}"
                 raise IllegalProgram([Violation("loop.open", msg, "", n, instr.line, op)])
             if jump is not None:
                 pc = jump
-            if rep is not None:
+            # without a watcher, the replay has nothing to do but at a jump back to a loop with
+            # SHORT iterations or more left (what `Replay.wants` asks first)
+            if rep is not None and (rep.open or (jump is not None and (mv is None or mv[r] >= SHORT))):
                 n, points = rep.at_loop(
                     regmem, loops, depth, jump is not None, ops, n, points, counts, state, max_instructions
                 )

@@ -346,7 +346,7 @@ class GenericSim:
         pending: list[Iterator[Instr]] = []  # macro expansions under way
         rep = None
         if extrapolate and memories is None and checker is None and timing and not hooks:
-            rep = replay_for(regmem, tuple(sorted(self.plans)), tuple(kb.regfiles))
+            rep = replay_for(regmem, tuple(kb.regfiles))
         pc, n = 0, -1
         while pending or pc < len(program):
             if pending:
