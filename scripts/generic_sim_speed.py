@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 from zomboss.machine import GenericSim, Run, fp16_then_bf16
-from zomboss.machine import effects as fx
+from zomboss.machine.memories import Memories
 from zomboss.program import Program
 from zomboss.target import Mode, get_target
 
@@ -81,7 +81,7 @@ INTERPRETER = False  # --interpreter: also the generic simulator with every effe
 
 
 def _generic(
-    target: str, wid: str, sim: GenericSim, program: Program, mem: fx.Memories, verify: Callable[[], bool | None]
+    target: str, wid: str, sim: GenericSim, program: Program, mem: Memories, verify: Callable[[], bool | None]
 ) -> list[Row]:
     """The generic simulator's functional (checked) run and its timing-only runs (and, with
     `--interpreter`, the same runs of the interpreter, `GenericSim(fast=False)`, first, on a
@@ -89,7 +89,7 @@ def _generic(
     rows = []
     if INTERPRETER:
         slow = GenericSim(sim.kb, sim.macros, fast=False)
-        copy = fx.Memories(sim.kb, {k: len(a) for k, a in mem.arrays.items() if a.ndim == 1})
+        copy = Memories(sim.kb, {k: len(a) for k, a in mem.arrays.items() if a.ndim == 1})
         for k, a in mem.arrays.items():
             copy.arrays[k][...] = a
         run, cpu = _cpu(lambda: slow.run(program.instrs, copy, check=True))
@@ -123,7 +123,7 @@ def gemmini(wid: str, hand: bool) -> list[Row]:
     program = TARGET.lower(inst, TARGET.reference_mappings(wl, {})["library"])
     sim = G.generic_sim(inst.cfg)
     dram = inst.dram()
-    mem = fx.Memories(sim.kb, {"dram": len(dram.mem) + G.SLACK})
+    mem = Memories(sim.kb, {"dram": len(dram.mem) + G.SLACK})
     mem.arrays["dram"][: len(dram.mem)] = dram.mem
 
     def verify() -> bool:
@@ -155,7 +155,7 @@ def plena(wid: str, hand: bool) -> list[Row]:
     hbm0, fp = inst.staged(k.layout)
     sim = GenericSim(inst.cfg.kb)
     img = hbm0.array()
-    mem = fx.Memories(inst.cfg.kb, {"hbm": 2 * img.size})  # room for what the kernel stores
+    mem = Memories(inst.cfg.kb, {"hbm": 2 * img.size})  # room for what the kernel stores
     mem.arrays["hbm"][: img.size] = img
     mem.arrays["fpsram"][: fp.size, 0] = fp16_then_bf16(fp)
     rows = _generic("plena", wid, sim, k.program, mem, lambda: None)

@@ -17,7 +17,7 @@ from zomboss.doc import parse_doc
 from zomboss.errors import ZombossError
 from zomboss.knowledge import compile_doc
 from zomboss.machine import GenericSim, Memories, apply, bf16_bits, bf16_from_bits, bf16_round, views
-from zomboss.machine.effects import EffectError
+from zomboss.machine.memories import EffectError
 from zomboss.program import Instr
 
 # a signalling NaN widened to float64, a product past float32's range: IEEE results, not faults

@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 from tests.targets.plena.test_generic import programs
 from zomboss.errors import IllegalProgram
 from zomboss.knowledge import KB
-from zomboss.machine import GenericSim, Run, fp16_then_bf16
+from zomboss.machine import GenericSim, Run, fp16_then_bf16, memories
 from zomboss.machine import compiled as C
 from zomboss.machine import effects as fx
+from zomboss.machine.memories import Memories
 from zomboss.program import Instr
 from zomboss.target import Mode, get_target
 
@@ -32,7 +33,7 @@ def _plena() -> tuple[KB, GenericSim, GenericSim]:
     return kb, GenericSim(kb), GenericSim(kb, fast=False)
 
 
-def _outcome(sim: GenericSim, instrs: list[Instr], mem: fx.Memories | None, check: bool) -> Any:
+def _outcome(sim: GenericSim, instrs: list[Instr], mem: Memories | None, check: bool) -> Any:
     """What a run leaves: its schedule, counts, points and memories, or its violation."""
     try:
         run = sim.run(instrs, mem, check=check)
@@ -42,7 +43,7 @@ def _outcome(sim: GenericSim, instrs: list[Instr], mem: fx.Memories | None, chec
     return _state(run, mem)
 
 
-def _state(run: Run, mem: fx.Memories | None) -> tuple:
+def _state(run: Run, mem: Memories | None) -> tuple:
     s = run.schedule
     arrays = tuple((k, a.dtype.str, a.tobytes()) for k, a in sorted(mem.arrays.items())) if mem is not None else ()
     return (
@@ -58,19 +59,19 @@ def _state(run: Run, mem: fx.Memories | None) -> tuple:
     )
 
 
-def _both(kb: KB, fast: GenericSim, slow: GenericSim, instrs: list[Instr], init: Callable[[fx.Memories], None]) -> None:
+def _both(kb: KB, fast: GenericSim, slow: GenericSim, instrs: list[Instr], init: Callable[[Memories], None]) -> None:
     """Functional (checked and unchecked) and timing-only runs agree in every respect."""
     for check in (True, False):
         got = []
         for sim in (fast, slow):
-            mem = fx.Memories(kb)
+            mem = Memories(kb)
             init(mem)
             got.append(_outcome(sim, instrs, mem, check))
         assert got[0] == got[1], check
     assert _outcome(fast, instrs, None, False) == _outcome(slow, instrs, None, False)
 
 
-def _plena_regs(mem: fx.Memories) -> None:
+def _plena_regs(mem: Memories) -> None:
     mem.arrays["fpsram"][:8, 0] = fp16_then_bf16(np.array([0.0, 1.5, -0.3, 3.0, 2.0**-8, 1e-6, 100.0, -7.25]))
     mem.arrays["intsram"][:8, 0] = np.array([0, 1, 7, 2**31 + 5, 2**32 - 1, 12, 1000, 3], dtype=np.uint32)
 
@@ -94,7 +95,7 @@ def test_most_plena_effects_are_compiled_and_integer_registers_take_the_int_path
     """The comparison above runs the compiled path (it would compare the interpreter with itself
     if nothing compiled)."""
     kb, fast, _ = _plena()
-    views = fx.views(kb)
+    views = memories.views(kb)
     effects = [e for i in kb.instrs.values() for e in i.effects]
     compiled = [e for e in effects if C.compile_effect(views, e) is not None]
     assert len(compiled) >= len(effects) // 2
@@ -123,7 +124,7 @@ def _plena_kernel(wid: str) -> None:
     img = hbm0.array()
     kb = inst.cfg.kb
 
-    def init(mem: fx.Memories) -> None:
+    def init(mem: Memories) -> None:
         mem.arrays["hbm"] = np.zeros(2 * img.size, dtype=np.uint8)
         mem.arrays["hbm"][: img.size] = img
         mem.arrays["fpsram"][: fp.size, 0] = fp16_then_bf16(fp)
@@ -158,7 +159,7 @@ def _gemmini_kernel(wid: str) -> None:
     fast = G.generic_sim(inst.cfg)
     slow = GenericSim(fast.kb, fast.macros, fast=False)
 
-    def init(mem: fx.Memories) -> None:
+    def init(mem: Memories) -> None:
         mem.arrays["dram"] = np.zeros(len(dram.mem) + G.SLACK, dtype=np.uint8)
         mem.arrays["dram"][: len(dram.mem)] = dram.mem
 

@@ -218,7 +218,8 @@ def test_an_effect_computed_in_chunks_equals_one_computed_at_once(monkeypatch):
 def test_an_effect_beyond_the_values_an_instruction_may_compute_is_refused_at_once():
     import time
 
-    from zomboss.machine.effects import MAX_VALUES, EffectError
+    from zomboss.machine.effects import MAX_VALUES
+    from zomboss.machine.memories import EffectError
 
     kb = compile_doc(parse_doc(GEMM, "g.md"), "g", {})
     t0 = time.perf_counter()

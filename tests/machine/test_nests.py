@@ -21,7 +21,9 @@ from zomboss.doc import parse_doc
 from zomboss.knowledge import KB, compile_doc
 from zomboss.machine import compiled as C
 from zomboss.machine import effects as fx
+from zomboss.machine import memories
 from zomboss.machine import nests as N
+from zomboss.machine.memories import EffectError, Memories
 
 EXTERNAL = 1 << 12  # bytes of each external memory
 
@@ -60,8 +62,8 @@ def _names(eff: dm.Effect) -> list[str]:
     return sorted(n for n in free if n not in bound and not n.startswith(prefixes))
 
 
-def _memories(kb: KB, rng: np.random.Generator) -> fx.Memories:
-    mem = fx.Memories(kb, {m.name: EXTERNAL for m in kb.memories.values() if m.external})
+def _memories(kb: KB, rng: np.random.Generator) -> Memories:
+    mem = Memories(kb, {m.name: EXTERNAL for m in kb.memories.values() if m.external})
     for a in mem.arrays.values():
         if a.dtype.kind == "f":
             a[...] = rng.normal(0, 4, a.shape).astype(a.dtype)
@@ -72,11 +74,11 @@ def _memories(kb: KB, rng: np.random.Generator) -> fx.Memories:
     return mem
 
 
-def _outcome(fn: Callable[[fx.Memories, dict[str, Any]], int], mem: fx.Memories, env: dict[str, Any]) -> Any:
+def _outcome(fn: Callable[[Memories, dict[str, Any]], int], mem: Memories, env: dict[str, Any]) -> Any:
     try:
         with np.errstate(all="ignore"):
             got: Any = fn(mem, dict(env))
-    except fx.EffectError as e:
+    except EffectError as e:
         got = ("EffectError", str(e), e.loc, repr(e.values))
     except (ex.ExprError, ValueError, OverflowError, TypeError, KeyError, IndexError) as e:
         got = (type(e).__name__, str(e))
@@ -84,10 +86,10 @@ def _outcome(fn: Callable[[fx.Memories, dict[str, Any]], int], mem: fx.Memories,
 
 
 def _agree(
-    kb: KB, eff: dm.Effect, env: dict[str, Any], seed: int, mutate: Callable[[fx.Memories], None] | None = None
+    kb: KB, eff: dm.Effect, env: dict[str, Any], seed: int, mutate: Callable[[Memories], None] | None = None
 ) -> Any:
     """The compiled effect and the interpreter leave the same outcome (returned for checks)."""
-    fast = C.compile_effect(fx.views(kb), eff)
+    fast = C.compile_effect(memories.views(kb), eff)
     assert fast is not None
     got = []
     for fn in (fast, lambda m, e: fx.apply(m, eff, e)):
@@ -221,7 +223,7 @@ def test_edge_cases_agree_with_the_interpreter(instr: str, env: dict[str, int]) 
     eff = kb.instrs[instr].effects[0]
     for seed in range(3):
 
-        def init(mem: fx.Memories, seed: int = seed) -> None:
+        def init(mem: Memories, seed: int = seed) -> None:
             mem.arrays["t"][0, 0] = 2 + seed
             mem.arrays["idx"][:2, 0] = [3 | (9 << 8), 5 | (1 << 8)]
             mem.arrays["f"][...] = np.linspace(-3, 3, mem.arrays["f"].size).reshape(mem.arrays["f"].shape)
@@ -263,7 +265,7 @@ def test_a_wrong_nest_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     eff = kb.instrs["odd"].effects[0]
     lean = N._lean
 
-    def short(mem: fx.Memories, p: Any, tidx: Any, ridx: Any, *rest: Any) -> bool:
+    def short(mem: Memories, p: Any, tidx: Any, ridx: Any, *rest: Any) -> bool:
         return (
             lean(mem, p, tidx[:-1], [r[:-1] for r in ridx], *rest) if len(tidx) > 1 else lean(mem, p, tidx, ridx, *rest)
         )
@@ -279,5 +281,5 @@ def test_every_effect_compiles(doc: str) -> None:
     """No effect of the three docs is left to the interpreter as a whole (what the closures cannot
     shortcut, they hand to its pieces)."""
     kb = _kb(doc)
-    views = fx.views(kb)
+    views = memories.views(kb)
     assert all(C.compile_effect(views, e) is not None for i in kb.instrs.values() for e in i.effects)

@@ -1,12 +1,14 @@
-"""Machines described by their docs alone: effects executed on NumPy arrays (`effects`), the
-generic simulator (`simulator`) and timing model (`timing`), the steady-state extrapolation
-any timing model may use (`steady`) and the number formats that need care (`numformats`).
+"""Machines described by their docs alone: their memories and typed views (`memories`), effects
+executed on them (`effects`), the generic simulator (`simulator`) and timing model (`timing`),
+the steady-state extrapolation any timing model may use (`steady`) and the number formats that
+need care (`numformats`).
 Imports `legality` and the layers below it; knows no particular machine.
 """
 
 from __future__ import annotations
 
-from zomboss.machine.effects import Memories, apply, views
+from zomboss.machine.effects import apply
+from zomboss.machine.memories import Memories, views
 from zomboss.machine.numformats import (
     E4M3_BIAS,
     E4M3_EXP_MAX,

@@ -15,7 +15,7 @@ from zomboss.doc import model as dm
 from zomboss.machine import numformats as nf
 
 if TYPE_CHECKING:
-    from zomboss.machine.effects import Memories, View
+    from zomboss.machine.memories import Memories, View
 
 EXACT_F32, EXACT_F64 = 1 << 24, 1 << 53  # integer sums below these are exact in float32 / float64
 

@@ -28,9 +28,10 @@ import numpy as np
 
 from zomboss.doc import model as dm
 from zomboss.machine import effects as fx
+from zomboss.machine.memories import EffectError, Memories, View
 from zomboss.machine.nests import compile_nest
 
-Applied = Callable[[fx.Memories, Mapping[str, Any]], int]  # (memories, env) -> loop points
+Applied = Callable[[Memories, Mapping[str, Any]], int]  # (memories, env) -> loop points
 Vfn = fx.Vfn
 
 
@@ -105,7 +106,7 @@ def scompile(e: fx.ex.Expr) -> Vfn:
 class _Ref:
     """An operand read from a view: the view and its index expression."""
 
-    view: fx.View
+    view: View
     index: Vfn
 
 
@@ -114,7 +115,7 @@ class _Step:
     """One assignment with its doc-only decisions taken."""
 
     a: dm.Assign
-    target: fx.View
+    target: View
     index: Vfn
     when: Vfn | None
     order: tuple[bool, ...]  # per non-option operand: True for a view read, False for a value
@@ -132,7 +133,7 @@ class _Step:
     packs: bool = False  # `pack` of values alone into a row of plain integers, one per element
 
 
-def _step(views: Mapping[str, fx.View], a: dm.Assign) -> _Step | None:
+def _step(views: Mapping[str, View], a: dm.Assign) -> _Step | None:
     """The compiled assignment, or None when the interpreter must run it (an error it reports
     at run time, an external view, `mac`'s accumulation)."""
     if a.op == "mac" or (a.op not in fx.OPS and a.op != "cast") or a.target not in views:
@@ -193,14 +194,14 @@ def _scalar(x: Any) -> bool:
     return type(x) is int or np.ndim(x) == 0
 
 
-def _plain_int(v: fx.View) -> bool:
+def _plain_int(v: View) -> bool:
     """One integer per element, stored and read as is (no number-format hook)."""
     f = fx.nf.FORMATS.get(v.fmt)
     hooked = f is not None and (f.widen is not None or f.narrow is not None)
     return v.rows * v.cols == 1 and bool(np.issubdtype(v.dtype, np.integer)) and not hooked
 
 
-def _run_ints(mem: fx.Memories, s: _Step, cols: Mapping[str, Any]) -> bool:
+def _run_ints(mem: Memories, s: _Step, cols: Mapping[str, Any]) -> bool:
     """`_run` of an integer-register assignment on Python ints (after its condition held);
     False when a value is not a plain scalar and the array path must run it instead."""
     a = s.a
@@ -233,7 +234,7 @@ def _run_ints(mem: fx.Memories, s: _Step, cols: Mapping[str, Any]) -> bool:
     return True
 
 
-def _run_pack(mem: fx.Memories, s: _Step, cols: Mapping[str, Any]) -> bool:
+def _run_pack(mem: Memories, s: _Step, cols: Mapping[str, Any]) -> bool:
     """`_run` of a `pack` of int64 values into a row of plain integers: the values as int64,
     converted to the row's type (what narrowing the concatenated columns does); False when a value
     is not a Python int within int64 (the array path runs it, and refuses what it refuses)."""
@@ -246,7 +247,7 @@ def _run_pack(mem: fx.Memories, s: _Step, cols: Mapping[str, Any]) -> bool:
     return True
 
 
-def _rows(mem: fx.Memories, v: fx.View) -> np.ndarray:
+def _rows(mem: Memories, v: View) -> np.ndarray:
     """`Memories.flat(v)`: for a view that is its memory (a register file), the array itself."""
     arr = mem.arrays[v.memory]
     if v.name == v.memory and arr.dtype == v.dtype and arr.ndim == 2 and arr.shape[1] == v.rows * v.cols:
@@ -254,7 +255,7 @@ def _rows(mem: fx.Memories, v: fx.View) -> np.ndarray:
     return mem.flat(v)
 
 
-def _at(mem: fx.Memories, v: fx.View, i: Any, a: dm.Assign, what: str) -> int:
+def _at(mem: Memories, v: View, i: Any, a: dm.Assign, what: str) -> int:
     """An index of one point as the interpreter's int64 column holds it, bounds checked
     (the interpreter's message on a bad one)."""
     if type(i) is not int and np.ndim(i) != 0:
@@ -265,7 +266,7 @@ def _at(mem: fx.Memories, v: fx.View, i: Any, a: dm.Assign, what: str) -> int:
     return k
 
 
-def _run(mem: fx.Memories, s: _Step, cols: Mapping[str, Any]) -> None:
+def _run(mem: Memories, s: _Step, cols: Mapping[str, Any]) -> None:
     """One assignment at the effect's one point (the interpreter's `_assign` with n = 1)."""
     a = s.a
     if s.when is not None:
@@ -304,12 +305,12 @@ def _run(mem: fx.Memories, s: _Step, cols: Mapping[str, Any]) -> None:
     if out[0].size != n_el:
         out = np.broadcast_to(out.reshape(1, -1)[:, :1], (1, n_el)) if out[0].size == 1 else out
         if out.reshape(1, -1).shape[1] != n_el:
-            raise fx.EffectError(f"{a.op} yields {out[0].size} values per point; {a.target} holds {n_el}", a.loc)
+            raise EffectError(f"{a.op} yields {out[0].size} values per point; {a.target} holds {n_el}", a.loc)
     k = _at(mem, tv, t, a, "writes")
     mem.flat(tv)[k : k + 1] = tv.narrow(out.reshape(1, n_el))
 
 
-def compile_effect(views: Mapping[str, fx.View], eff: dm.Effect) -> Applied | None:
+def compile_effect(views: Mapping[str, View], eff: dm.Effect) -> Applied | None:
     """`effects.apply` of `eff` as a closure (this module's for a one-point effect of plain
     assignments, `nests.compile_nest`'s for any other)."""
     if eff.loops or eff.reads or any(fx._per_point(views, a) > fx.MAX_VALUES for a in eff.assigns):
@@ -320,7 +321,7 @@ def compile_effect(views: Mapping[str, fx.View], eff: dm.Effect) -> Applied | No
     ready = tuple(s for s in steps if s is not None)
     lets = tuple((n, scompile(e)) for n, e in eff.lets)
 
-    def apply(mem: fx.Memories, env: Mapping[str, Any]) -> int:
+    def apply(mem: Memories, env: Mapping[str, Any]) -> int:
         cols: Mapping[str, Any] = env
         if lets:
             d = dict(env)

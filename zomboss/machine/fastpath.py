@@ -51,6 +51,7 @@ from zomboss.expr.python import PY_GLOBALS, fold, python_source
 from zomboss.knowledge import Violation, scope_names
 from zomboss.machine import effects as fx
 from zomboss.machine.compiled import compile_effect
+from zomboss.machine.memories import EffectError, Memories, View
 from zomboss.program import Instr
 
 if TYPE_CHECKING:
@@ -74,13 +75,13 @@ class _Slow(Exception):
 # ---- helpers the generated code calls (rare paths: errors and fallbacks) ------------------------
 
 
-def _oob(mem: fx.Memories, v: fx.View, k: int, a: dm.Assign, what: str) -> None:
+def _oob(mem: Memories, v: View, k: int, a: dm.Assign, what: str) -> None:
     """A register index out of its file: the closure's bounds check (`compiled._at`) raises."""
     mem._check(v, np.array([k], dtype=np.int64), a, what)
     raise _Slow  # not reached: the index is out of bounds
 
 
-def _bounds(e: fx.EffectError, n: int, ins: Instr) -> IllegalProgram:
+def _bounds(e: EffectError, n: int, ins: Instr) -> IllegalProgram:
     return IllegalProgram([Violation("effect.bounds", str(e), str(e.loc), n, ins.line, ins.op, e.values)])
 
 
@@ -139,7 +140,7 @@ _HELPERS: dict[str, Any] = {
     "_shift": _shift,
     "_cond": _cond,
     "_Slow": _Slow,
-    "_EffectError": fx.EffectError,
+    "_EffectError": EffectError,
     "_EVAL_ERRORS": (ex.ExprError, ex.Undefined, ZeroDivisionError),
 }
 
@@ -204,7 +205,7 @@ class Kind:
     """One instruction's generated step: `make(registers, state, memories, append)` binds it to a
     run (`append` takes its timing operation's row)."""
 
-    make: Callable[[Mapping[str, memoryview], Mapping[str, Any], fx.Memories, Callable[[OpRow], None]], Step]
+    make: Callable[[Mapping[str, memoryview], Mapping[str, Any], Memories, Callable[[OpRow], None]], Step]
     source: str  # the generated code (for debugging and tests)
 
 
@@ -667,7 +668,7 @@ def _eq(a: Any, b: Any, eq: bool) -> bool:
 _HELPERS["_eq"] = _eq
 
 
-def _plain_int(v: fx.View) -> bool:
+def _plain_int(v: View) -> bool:
     """One integer per element, stored and read as is (no number-format hook)."""
     f = fx.nf.FORMATS.get(v.fmt)
     hooked = f is not None and (f.widen is not None or f.narrow is not None)

@@ -21,8 +21,8 @@ import numpy as np
 from zomboss import expr as ex
 from zomboss.errors import IllegalProgram, ZombossError
 from zomboss.knowledge import KB, Violation
-from zomboss.machine import effects as fx
 from zomboss.machine.fastpath import LOOP_BREAK, LOOP_START, OpRow, Step, _bounds, _evalerr, _mv
+from zomboss.machine.memories import EffectError, Memories
 from zomboss.machine.replay import SHORT, replay_for
 from zomboss.machine.timing import schedule_rows
 from zomboss.program import Instr
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from zomboss.machine.simulator import GenericSim, Run, _Plan
 
 
-def _register_views(kb: KB, regmem: fx.Memories) -> dict[str, memoryview]:
+def _register_views(kb: KB, regmem: Memories) -> dict[str, memoryview]:
     """The run's registers as flat memoryviews (floats: their bit patterns, as uint32)."""
     out = {}
     for rf in kb.regfiles:
@@ -46,7 +46,7 @@ def _register_views(kb: KB, regmem: fx.Memories) -> dict[str, memoryview]:
 
 
 def _reference_step(
-    sim: GenericSim, plan: _Plan, instr: Instr, state: Mapping[str, Any], regmem: fx.Memories, n: int
+    sim: GenericSim, plan: _Plan, instr: Instr, state: Mapping[str, Any], regmem: Memories, n: int
 ) -> tuple[OpRow, int]:
     """One instruction the reference way (`GenericSim.run`'s timing-only body)."""
     regvals = sim._regvals(plan, instr, regmem)
@@ -55,7 +55,7 @@ def _reference_step(
     for eff, applied in plan.reg_applied:
         try:
             points += applied(regmem, env)
-        except fx.EffectError as e:
+        except EffectError as e:
             raise _bounds(e, n, instr) from None
         except (ex.ExprError, ex.Undefined, ZeroDivisionError) as e:
             raise _evalerr(e, eff, n, instr) from None
@@ -72,7 +72,7 @@ def _reference_step(
 
 
 def _loop(
-    macro: str, rf: str, r: int, mv: memoryview | None, loops: list[tuple[int, str, int]], at: int, regs: fx.Memories
+    macro: str, rf: str, r: int, mv: memoryview | None, loops: list[tuple[int, str, int]], at: int, regs: Memories
 ) -> tuple[int | None, int]:
     """`GenericSim._loop` (after the macro's effects ran) with its counter register `rf`[`r`]
     (`mv`: its file's memoryview, None for a float file): the next pc (None: the next
@@ -115,7 +115,7 @@ def run_timing(sim: GenericSim, instrs: Any, max_instructions: int, extrapolate:
     counts: dict[str, int] = {}
     points = 0
     hooks = {name: make() for name, make in sim.macros.items()}
-    regmem = fx.Memories(kb, only=set(kb.regfiles))
+    regmem = Memories(kb, only=set(kb.regfiles))
     regviews = _register_views(kb, regmem)
     kinds = sim.kinds
     plans = sim.plans

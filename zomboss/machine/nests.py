@@ -37,14 +37,15 @@ import numpy as np
 from zomboss.doc import model as dm
 from zomboss.machine import effects as fx
 from zomboss.machine.columns import Colfn, Scope, bounds, extent, picked
+from zomboss.machine.memories import EffectError, Memories, View
 
-Applied = Callable[[fx.Memories, Mapping[str, Any]], int]
+Applied = Callable[[Memories, Mapping[str, Any]], int]
 Vfn = fx.Vfn
 
 
 @dataclass(frozen=True)
 class _Ref:
-    view: fx.View
+    view: View
     index: Colfn
     twin: bool  # the target's view (or its shape) at the target's index: reads only what its own point writes
 
@@ -54,7 +55,7 @@ class _Plan:
     """One assignment with its doc-only decisions taken (None `target`: the interpreter's `_assign`)."""
 
     a: dm.Assign
-    target: fx.View | None
+    target: View | None
     when: Colfn | None = None
     index: Colfn | None = None
     refs: tuple[_Ref, ...] = ()
@@ -69,22 +70,22 @@ class _Plan:
 @dataclass(frozen=True)
 class _Read:
     name: str
-    view: fx.View | None
+    view: View | None
     index: Vfn
     uniform: bool  # the index does not depend on the nest, the view holds plain integers: one element read
 
 
-def _hooked(v: fx.View) -> bool:
+def _hooked(v: View) -> bool:
     f = fx.nf.FORMATS.get(v.fmt)
     return f is not None and (f.widen is not None or f.narrow is not None)
 
 
-def _plain_ints(v: fx.View) -> bool:
+def _plain_ints(v: View) -> bool:
     """On chip, integers stored as they are read (no number-format hook)."""
     return not v.external and not _hooked(v) and bool(np.issubdtype(v.dtype, np.integer))
 
 
-def _plan(views: Mapping[str, fx.View], a: dm.Assign, sc: Scope) -> _Plan:
+def _plan(views: Mapping[str, View], a: dm.Assign, sc: Scope) -> _Plan:
     if a.op not in fx.OPS and a.op != "cast" or a.target not in views:
         return _Plan(a, None)  # an error the interpreter reports
     refs = [x for x in a.args if x.kind == "ref"]
@@ -123,7 +124,7 @@ def _plan(views: Mapping[str, fx.View], a: dm.Assign, sc: Scope) -> _Plan:
     )
 
 
-def _gather(mem: fx.Memories, v: fx.View, idx: np.ndarray | int, a: dm.Assign) -> np.ndarray:
+def _gather(mem: Memories, v: View, idx: np.ndarray | int, a: dm.Assign) -> np.ndarray:
     """The rows `mem.gather` reads before widening (an int: that one row), bounds checked by the
     column's extent (`Memories._check` reports a bad index)."""
     if type(idx) is int:
@@ -138,7 +139,7 @@ def _gather(mem: fx.Memories, v: fx.View, idx: np.ndarray | int, a: dm.Assign) -
 
 
 def _lean(
-    mem: fx.Memories,
+    mem: Memories,
     p: _Plan,
     tidx: np.ndarray | int,
     ridx: list[Any],
@@ -197,7 +198,7 @@ def _lean(
     if out[0].size != n_el:
         out = np.broadcast_to(out.reshape(n, -1)[:, :1], (n, n_el)) if out[0].size == 1 else out
         if out.reshape(n, -1).shape[1] != n_el:
-            raise fx.EffectError(f"{a.op} yields {out[0].size} values per point; {a.target} holds {n_el}", a.loc)
+            raise EffectError(f"{a.op} yields {out[0].size} values per point; {a.target} holds {n_el}", a.loc)
     if lo < 0 or hi >= tv.count:
         mem._check(tv, np.asarray(tidx, dtype=np.int64).reshape(-1), a, "writes")
     mem.flat(tv)[at] = tv.narrow(out.reshape(n, n_el))
@@ -207,7 +208,7 @@ def _lean(
 _I64 = (-(1 << 63), 1 << 63)
 
 
-def _run(mem: fx.Memories, p: _Plan, cols: Mapping[str, Any], total: int, counts: tuple[int, ...]) -> None:
+def _run(mem: Memories, p: _Plan, cols: Mapping[str, Any], total: int, counts: tuple[int, ...]) -> None:
     """One assignment over the nest: `effects._assign` with the compiled closures."""
     a = p.a
     tv = p.target
@@ -248,7 +249,7 @@ def _run(mem: fx.Memories, p: _Plan, cols: Mapping[str, Any], total: int, counts
     vals = [col(f(cols, counts), total, pick) for f in p.vals]
     opts: dict[str, Any] = {k: fx._option(f(cols, counts)) for k, f in p.opts}
     if "fmt" in opts and opts["fmt"] not in fx.nf.HOOKS:
-        raise fx.EffectError(f"no number-format hook {opts['fmt']!r} (known: {', '.join(fx.nf.HOOKS)})", a.loc)
+        raise EffectError(f"no number-format hook {opts['fmt']!r} (known: {', '.join(fx.nf.HOOKS)})", a.loc)
     if p.lean and _lean(mem, p, tidx, ridx, vals, opts):
         return
     assert isinstance(tidx, np.ndarray)  # (an int index is one point, which `_lean` always runs)
@@ -256,7 +257,7 @@ def _run(mem: fx.Memories, p: _Plan, cols: Mapping[str, Any], total: int, counts
     fx._execute(mem, a, tv, tidx, refs, vals, opts, list(p.order))
 
 
-def _read_one(mem: fx.Memories, r: _Read, at: Any, total: int) -> Any:
+def _read_one(mem: Memories, r: _Read, at: Any, total: int) -> Any:
     """A read at an index that is one value: that element's first value (a Python int for a
     one-point nest, else an int64 scalar standing for the interpreter's column of it); None
     where the interpreter's way must run (an index that is not an integer, or out of bounds)."""
@@ -268,7 +269,7 @@ def _read_one(mem: fx.Memories, r: _Read, at: Any, total: int) -> Any:
     return None
 
 
-def compile_nest(views: Mapping[str, fx.View], eff: dm.Effect) -> Applied:
+def compile_nest(views: Mapping[str, View], eff: dm.Effect) -> Applied:
     """`effects.apply` of `eff` as a closure (any effect: what it cannot shortcut it interprets)."""
     sc = Scope(eff)
     counters: list[tuple[Vfn | None, Vfn | None]] = []
@@ -292,7 +293,7 @@ def compile_nest(views: Mapping[str, fx.View], eff: dm.Effect) -> Applied:
     plans = [_plan(views, a, sc) for a in eff.assigns]
     simple = all(lp.count is not None for lp in eff.loops)
 
-    def apply(mem: fx.Memories, env: Mapping[str, Any]) -> int:
+    def apply(mem: Memories, env: Mapping[str, Any]) -> int:
         counts = []
         for hi, lo in counters:
             assert hi is not None
@@ -304,11 +305,11 @@ def compile_nest(views: Mapping[str, fx.View], eff: dm.Effect) -> Applied:
         if total == 0:
             return 0
         if total > fx.MAX_POINTS:
-            raise fx.EffectError(
+            raise EffectError(
                 f"the effect has {total:,} points, more than the {fx.MAX_POINTS:,} one instruction may", eff.loc
             )
         if total * per > fx.MAX_VALUES:
-            raise fx.EffectError(
+            raise EffectError(
                 f"the effect computes {total * per:,} values ({total:,} points of up to {per}), more than the "
                 f"{fx.MAX_VALUES:,} one instruction may",
                 eff.loc,
@@ -324,7 +325,7 @@ def compile_nest(views: Mapping[str, fx.View], eff: dm.Effect) -> Applied:
                 fx.loop_columns(mem, eff, env, cols, grids, total)
         for r in reads:
             if r.view is None:
-                raise fx.EffectError(f"{eff.reads[reads.index(r)][1]!r} is no memory, tensor or view", eff.loc)
+                raise EffectError(f"{eff.reads[reads.index(r)][1]!r} is no memory, tensor or view", eff.loc)
             at = r.index(cols)
             got = _read_one(mem, r, at, total) if r.uniform else None
             if got is None:

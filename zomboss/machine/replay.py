@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from operator import sub
 from typing import Any, TypeVar
 
-from zomboss.machine import effects as fx
+from zomboss.machine.memories import Memories
 from zomboss.machine.timing import Op, Span
 from zomboss.util import LimitError
 
@@ -109,7 +109,7 @@ class Replay:
 
     def at_loop(
         self,
-        regs: fx.Memories,
+        regs: Memories,
         loops: Sequence[Loop],
         depth: int,
         jumped: bool,
@@ -157,7 +157,7 @@ class Replay:
                 self.no_period[w.loop[0]] = self.no_period.get(w.loop[0], 0) + 1
         del self.open[depth:]
 
-    def mark(self, regs: fx.Memories, ops: int, n: int, points: int, state: object) -> _Mark:
+    def mark(self, regs: Memories, ops: int, n: int, points: int, state: object) -> _Mark:
         ints: list[int] = []
         for rf in self.regfiles:
             ints += regs.arrays[rf][:, 0].tolist()
@@ -230,7 +230,7 @@ class Replay:
             w.marks = []
         return 0, 0, []
 
-    def advance(self, w: _Watch, regs: fx.Memories, periods: int, p: int) -> tuple[int, int, int]:
+    def advance(self, w: _Watch, regs: Memories, periods: int, p: int) -> tuple[int, int, int]:
         """Replay `periods` periods of `p` iterations of the loop `w` watches on the registers;
         returns the period's operation count, instructions and points (per period)."""
         marks = w.marks
@@ -323,7 +323,7 @@ def _extend(ops: list[_Row], k: int, periods: int, moves: _Moves) -> None:
         ops.extend(period)
 
 
-def replay_for(regs: fx.Memories, regfiles: tuple[str, ...]) -> Replay:
+def replay_for(regs: Memories, regfiles: tuple[str, ...]) -> Replay:
     """A replay of a run whose registers are `regs`. Integer registers are compared as their
     values: a step that wraps around is not the step before it, and that loop is not replayed."""
     ints: list[str] = []

@@ -55,8 +55,9 @@ from zomboss.expr.ast import children
 from zomboss.knowledge import KB, Violation, scope_names
 from zomboss.legality import Checker
 from zomboss.machine import effects as fx
-from zomboss.machine import fastpath, fastrun
+from zomboss.machine import fastpath, fastrun, memories
 from zomboss.machine.compiled import Applied, compile_effect
+from zomboss.machine.memories import EffectError, Memories, View
 from zomboss.machine.replay import replay_for
 from zomboss.machine.timing import Op, Schedule, Span, channels, interlocked, queue_arrays, schedule, stalls
 from zomboss.program import Instr
@@ -180,7 +181,7 @@ def _register_use(ins: dm.Instr, name: str, rf: str) -> tuple[bool, bool]:
     return reads or not writes, writes
 
 
-def _plans(kb: KB, views: Mapping[str, fx.View]) -> dict[str, _Plan]:
+def _plans(kb: KB, views: Mapping[str, View]) -> dict[str, _Plan]:
     # what the timing model needs footprints of
     tracked = interlocked(kb) | set(channels(kb)) | {s.on for s in stalls(kb)}
     arrays = queue_arrays(kb)
@@ -246,11 +247,11 @@ class Run:
     schedule: Schedule
     instructions: int
     points: int
-    memories: fx.Memories | None
+    memories: Memories | None
     wall_s: float
     counts: dict[str, int] = field(default_factory=dict)
     extrapolation: dict[str, int] | None = None  # what an extrapolating run replayed (replay.Replay.report)
-    registers: fx.Memories | None = field(default=None, repr=False)  # the registers at the end (every run)
+    registers: Memories | None = field(default=None, repr=False)  # the registers at the end (every run)
 
     @property
     def cycles(self) -> int:
@@ -271,7 +272,7 @@ class GenericSim:
     def __init__(self, kb: KB, macros: Mapping[str, Callable[[], Hook]] | None = None, *, fast: bool = True) -> None:
         self.kb = kb
         self.fast = fast
-        views = fx.views(kb)
+        views = memories.views(kb)
         self.plans = _plans(kb, views)
         for p in self.plans.values():
             done = {id(e): (e, (compile_effect(views, e) if fast else None) or _interpreted(e)) for e in p.ins.effects}
@@ -317,7 +318,7 @@ class GenericSim:
     def run(
         self,
         instrs: Iterable[Instr],
-        memories: fx.Memories | None = None,
+        memories: Memories | None = None,
         *,
         check: bool = False,
         max_instructions: int = MAX_INSTRUCTIONS,
@@ -340,7 +341,7 @@ class GenericSim:
         counts: dict[str, int] = {}
         points = 0
         hooks = {name: make() for name, make in self.macros.items()}
-        regmem = memories if memories is not None else fx.Memories(kb, only=set(kb.regfiles))
+        regmem = memories if memories is not None else Memories(kb, only=set(kb.regfiles))
         program = list(self.stream(instrs))
         loops: list[tuple[int, str, int]] = []  # open hardware loops: (body pc, regfile, register)
         pending: list[Iterator[Instr]] = []  # macro expansions under way
@@ -386,7 +387,7 @@ class GenericSim:
             for eff, applied in plan.applied if memories is not None else plan.reg_applied:
                 try:
                     points += applied(regmem, env)
-                except fx.EffectError as e:
+                except EffectError as e:
                     raise IllegalProgram(
                         [Violation("effect.bounds", str(e), str(e.loc), n, instr.line, instr.op, e.values)]
                     ) from None
@@ -438,7 +439,7 @@ class GenericSim:
 
     @staticmethod
     def _loop(
-        macro: str, plan: _Plan, instr: Instr, loops: list[tuple[int, str, int]], at: int, regs: fx.Memories, n: int
+        macro: str, plan: _Plan, instr: Instr, loops: list[tuple[int, str, int]], at: int, regs: Memories, n: int
     ) -> tuple[int | None, int]:
         """A built-in hardware-loop macro (after its effects ran): the next pc (None: the next
         instruction) and the depth of the loop it opened, closed or jumped back to."""
@@ -500,7 +501,7 @@ class GenericSim:
                 writes.append((rf, at, at + 1))
         return tuple(reads), tuple(writes)
 
-    def _regvals(self, plan: _Plan, instr: Instr, regs: fx.Memories) -> dict[int, int]:
+    def _regvals(self, plan: _Plan, instr: Instr, regs: Memories) -> dict[int, int]:
         """The register operands' contents before the instruction (a float format's bit
         pattern, as wide as the register file)."""
         out = {}

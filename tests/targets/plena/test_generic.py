@@ -24,7 +24,7 @@ from zomboss.doc import parse_doc
 from zomboss.errors import IllegalProgram
 from zomboss.knowledge import compile_doc
 from zomboss.machine import GenericSim, bf16_round, fp16_then_bf16
-from zomboss.machine import effects as fx
+from zomboss.machine.memories import Memories
 from zomboss.mapping import KnobMapping, space
 from zomboss.solvers.space import skeletons
 
@@ -90,7 +90,7 @@ def _both(asm: str) -> tuple[Any, Any]:
         want: Any = simulate(prog, CFG, fpsram_init=FPS, intsram_init=INTS)
     except IllegalProgram as e:
         want = e.violations[0].rule
-    mem = fx.Memories(CFG.kb)
+    mem = Memories(CFG.kb)
     mem.arrays["fpsram"][: len(FPS), 0] = fp16_then_bf16(FPS)
     mem.arrays["intsram"][: len(INTS), 0] = (INTS & 0xFFFFFFFF).astype(np.uint32)
     try:
@@ -163,7 +163,7 @@ def test_vector_shifts_match(shifts: list[int], seed: int) -> None:
         asm += f"S_ADDI_INT gp2, gp0, {sh}\nV_SHFT_V {dst}, gp1, gp2\n"
     prog = parse_program(CFG.kb, asm, "t.asm")
     want = simulate(prog, CFG, vram_init=vals)
-    mem = fx.Memories(CFG.kb)
+    mem = Memories(CFG.kb)
     mem.arrays["vram"].reshape(-1)[: vals.size] = bf16_round(vals)
     SIM.run(prog.instrs, mem, check=True)
     assert mem.arrays["vram"].tobytes() == want.vram.tobytes()
@@ -263,7 +263,7 @@ def _kernel_matches(wl_id: str, mapping: KnobMapping | None, params: dict[str, i
     key = tuple(sorted(params.items()))
     sim = _SIMS.get(key) or _SIMS.setdefault(key, GenericSim(inst.cfg.kb))
     img = hbm0.array()
-    mem = fx.Memories(inst.cfg.kb, {"hbm": max(img.size, want.hbm.size)})  # room for what the kernel stores
+    mem = Memories(inst.cfg.kb, {"hbm": max(img.size, want.hbm.size)})  # room for what the kernel stores
     mem.arrays["hbm"][: img.size] = img
     mem.arrays["fpsram"][: fp.size, 0] = fp16_then_bf16(fp)
     run = sim.run(k.program.instrs, mem, check=True, timing=False)
