@@ -191,6 +191,6 @@ def run_timing(sim: GenericSim, instrs: Any, max_instructions: int, extrapolate:
             if pending:
                 raise ZombossError(f"line {instr.line}: {op} is a macro inside a macro's expansion")
             pending.append(iter(hook(instr, state)))
-    sched = schedule_rows(kb, ops)
+    sched = schedule_rows(kb, ops, rep.segments if rep is not None else ())
     ext = rep.report() if rep is not None else None
     return Run(sched, n + 1, points, None, time.perf_counter() - t0, counts, ext, regmem)

@@ -30,6 +30,7 @@ from operator import sub
 from typing import Any, TypeVar
 
 from zomboss.machine.memories import Memories
+from zomboss.machine.periods import Segment
 from zomboss.machine.timing import Op, Span
 from zomboss.util import LimitError
 
@@ -83,6 +84,7 @@ class Replay:
     # per loop body (its pc): instances that showed no period, and instances replayed
     no_period: dict[int, int] = field(default_factory=dict)
     periodic: set[int] = field(default_factory=set)
+    segments: list[Segment] = field(default_factory=list)  # the periods replayed, where in the stream
     loops: int = 0  # loop instances watched
     replayed: int = 0  # loop instances replayed
     fallbacks: int = 0  # loop instances simulated in full (no period)
@@ -140,6 +142,7 @@ class Replay:
             for op in ops[len(ops) - k :]:  # an instruction's operation bears its name
                 name = op[9] if isinstance(op, tuple) else op.name  # type: ignore[attr-defined]
                 counts[name] = counts.get(name, 0) + periods
+            self.segments.append(Segment(len(ops), k, periods, tuple(moves)))
             _extend(ops, k, periods, moves)
             n += periods * dn
             if n >= limit:

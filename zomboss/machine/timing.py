@@ -67,6 +67,7 @@ from zomboss.doc.model import name_list
 from zomboss.errors import IllegalProgram
 from zomboss.knowledge import KB, Violation
 from zomboss.knowledge.validate import stall_members
+from zomboss.machine.periods import PROBE, Segment, keeps_stalls, relative, skip
 
 UNBOUNDED = 1 << 30
 Span = tuple[str, int, int]  # (memory or register file, first row or register, one past the last)
@@ -401,7 +402,7 @@ def _union(lo: np.ndarray, hi: np.ndarray) -> int:
     return int(hi[-1] - lo[0] - gaps.sum())
 
 
-def schedule_rows(kb: KB, rows: Sequence[tuple[Any, ...]]) -> Schedule:
+def schedule_rows(kb: KB, rows: Sequence[tuple[Any, ...]], segments: Sequence[Segment] = ()) -> Schedule:
     """`schedule(kb, [Op(*row) for row in rows])` without the `Op`s (a row is an Op's fields in
     order), the same schedule: the same pass with the doc's machine looked up once per unit and
     the checks a machine does not declare (interlocks, channels, stalls, queue limits) skipped."""
@@ -431,7 +432,7 @@ def schedule_rows(kb: KB, rows: Sequence[tuple[Any, ...]]) -> Schedule:
     footprinted = bool(locked or chans)
     limited = any(e.queue < UNBOUNDED or e.inflight < UNBOUNDED for e in engines.values())
     if not footprinted and not limited:
-        _unlimited(rows, start, end, free, busy, tokens, after, blocks)
+        _unlimited(rows, start, end, free, busy, tokens, after, blocks, segments)
         per_unit = {r[0]: ([], UNBOUNDED, UNBOUNDED) for r in rows}
         rows = ()  # scheduled
     for i, row in enumerate(rows):
@@ -552,14 +553,42 @@ def _unlimited(
     tokens: dict[str, deque[int]],
     after: dict[str, list[Stall]],
     blocks: bool,
+    segments: Sequence[Segment] = (),
 ) -> None:
     """`schedule_rows`'s pass on a machine without queue or in-flight limits, interlocks and
-    channels (PLENA's): dispatch, the unit's issue interval, tokens and stalls alone."""
+    channels (PLENA's): dispatch, the unit's issue interval, tokens and stalls alone. At the
+    period boundaries of replayed `segments` it compares the state, and once a period repeats
+    the one before it, fills in the rest (`periods.py`)."""
     dispatch = 0
     last = 0  # the end of the instruction before
     prev_name = ""
     prev: tuple[Any, ...] = ()
-    for i, row in enumerate(rows):
+    segs = [g for g in reversed(segments) if keeps_stalls(rows, g, after)]
+    seg = segs.pop() if segs else None
+    check = seg.start if seg is not None else -1  # the next period boundary to compare at
+    seen: tuple[tuple[Any, ...], int] | None = None  # the state and dispatch clock at the last one
+    probes = 0
+    n = len(rows)
+    i = 0
+    while i < n:
+        if i == check and seg is not None:
+            rel = relative(dispatch, last, free, tokens)
+            if seen is not None and seen[0] == rel:
+                shift = dispatch - seen[1]
+                r = skip(rows, i, seg, shift, dispatch, start, end, free, busy, tokens)
+                dispatch += r * shift
+                last += r * shift
+                i += r * seg.k
+                prev = rows[i - 1]
+                prev_name = prev[9]
+            seen, probes = (rel, dispatch), probes + 1
+            if i == check and probes <= PROBE and i + seg.k < seg.stop:
+                check = i + seg.k
+            else:  # skipped, or not steady soon enough: the next segment
+                seg = segs.pop() if segs else None
+                check, seen, probes = (seg.start if seg is not None else -1), None, 0
+                continue
+        row = rows[i]
         u, lat, pops, pushes, _, line, iss, _, _, name = row
         d = last if blocks else dispatch + 1
         dispatch = d
@@ -589,6 +618,7 @@ def _unlimited(
                 fifo = tokens[q] = deque()
             fifo.append(last)
         prev_name, prev = name, row
+        i += 1
 
 
 def _stall_rows(rules: Sequence[Stall], prev: tuple[Any, ...], cur: tuple[Any, ...]) -> int:
