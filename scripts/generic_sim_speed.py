@@ -26,6 +26,7 @@ run once); the summary sums instructions and CPU seconds over the workloads of e
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import time
@@ -68,9 +69,11 @@ REPS = DEFAULT_REPS
 
 
 def _cpu(fn: Callable[[], object], reps: int = 1) -> tuple[object, float]:
-    """fn's result and its least CPU time over `reps` runs."""
+    """fn's result and its least CPU time over `reps` runs (each after a garbage collection: the
+    garbage of the runs before it is not its own)."""
     best, out = float("inf"), None
     for _ in range(reps):
+        gc.collect()
         c0 = time.process_time()
         out = fn()
         best = min(best, time.process_time() - c0)
