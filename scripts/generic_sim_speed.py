@@ -1,7 +1,7 @@
 """Benchmark: the generic (doc-driven) simulator beside the hand-written ones (issue #27).
 
 Usage: python scripts/generic_sim_speed.py [--gemmini IDS] [--plena IDS] [--vta IDS] [--all]
-       [--no-hand] [--interpreter] [--json OUT]
+       [--no-hand] [--interpreter] [--timing-only] [--json OUT]
 
 Per suite default (Candidate-0), executed instructions per CPU second of:
 * `generic functional`: the doc's effects on the machine's memories, every rule checked, timed
@@ -15,6 +15,8 @@ Per suite default (Candidate-0), executed instructions per CPU second of:
 * the hand-written Gemmini and PLENA simulators in the same three modes (VTA has none);
 * with `--interpreter`, the generic simulator with every effect interpreted
   (`GenericSim(fast=False)`, the path before effects were compiled), in the same run.
+With `--timing-only` the functional rows are left out: `--all --timing-only` times every suite
+default's schedule in minutes.
 
 IDS are comma-separated suite ids; the defaults are the suite defaults each simulator runs in
 seconds (`--all`: every suite default, which takes hours at the generic simulator's baseline).
@@ -81,6 +83,7 @@ def _cpu(fn: Callable[[], object], reps: int = 1) -> tuple[object, float]:
 
 
 INTERPRETER = False  # --interpreter: also the generic simulator with every effect interpreted
+FUNCTIONAL = True  # --timing-only: False
 
 
 def _generic(
@@ -95,15 +98,17 @@ def _generic(
         copy = Memories(sim.kb, {k: len(a) for k, a in mem.arrays.items() if a.ndim == 1})
         for k, a in mem.arrays.items():
             copy.arrays[k][...] = a
-        run, cpu = _cpu(lambda: slow.run(program.instrs, copy, check=True))
-        assert isinstance(run, Run)
-        rows.append(Row(target, wid, "interpreter", "functional", run.instructions, cpu, run.cycles))
+        if FUNCTIONAL:
+            run, cpu = _cpu(lambda: slow.run(program.instrs, copy, check=True))
+            assert isinstance(run, Run)
+            rows.append(Row(target, wid, "interpreter", "functional", run.instructions, cpu, run.cycles))
         run, cpu = _cpu(lambda: slow.run(program.instrs), REPS)
         assert isinstance(run, Run)
         rows.append(Row(target, wid, "interpreter", "timing", run.instructions, cpu, run.cycles))
-    run, cpu = _cpu(lambda: sim.run(program.instrs, mem, check=True))
-    assert isinstance(run, Run)
-    rows.append(Row(target, wid, "generic", "functional", run.instructions, cpu, run.cycles, verified=verify()))
+    if FUNCTIONAL:
+        run, cpu = _cpu(lambda: sim.run(program.instrs, mem, check=True))
+        assert isinstance(run, Run)
+        rows.append(Row(target, wid, "generic", "functional", run.instructions, cpu, run.cycles, verified=verify()))
     timed, cpu = _cpu(lambda: sim.run(program.instrs), REPS)
     assert isinstance(timed, Run)
     rows.append(Row(target, wid, "generic", "timing", timed.instructions, cpu, timed.cycles))
@@ -136,13 +141,16 @@ def gemmini(wid: str, hand: bool) -> list[Row]:
 
     rows = _generic("gemmini", wid, sim, program, mem, verify)
     if hand:
-        d = inst.dram()
-        res, cpu = _cpu(lambda: simulate(program, inst.cfg, d, functional=True, timing=True))
-        n = sum(res.counts.values())  # type: ignore[attr-defined]
-        rows.append(Row("gemmini", wid, "hand-written", "functional", n, cpu, res.cycles, verified=inst.verify(d)))  # type: ignore[attr-defined]
+        if FUNCTIONAL:
+            d = inst.dram()
+            res, cpu = _cpu(lambda: simulate(program, inst.cfg, d, functional=True, timing=True))
+            n = sum(res.counts.values())  # type: ignore[attr-defined]
+            rows.append(Row("gemmini", wid, "hand-written", "functional", n, cpu, res.cycles, verified=inst.verify(d)))  # type: ignore[attr-defined]
+        n = 0  # the instructions of the full run, what the extrapolated one stands for
         for how, ext in (("timing", False), ("extrapolated", True)):
             res, cpu = _cpu(lambda ext=ext: simulate(program, inst.cfg, None, functional=False, extrapolate=ext), REPS)
             k = sum(res.counts.values())  # type: ignore[attr-defined]
+            n = n or k
             rows.append(Row("gemmini", wid, "hand-written", how, k, cpu, res.cycles, n if ext else 0))  # type: ignore[attr-defined]
     return rows
 
@@ -163,15 +171,18 @@ def plena(wid: str, hand: bool) -> list[Row]:
     mem.arrays["fpsram"][: fp.size, 0] = fp16_then_bf16(fp)
     rows = _generic("plena", wid, sim, k.program, mem, lambda: None)
     if hand:
-        res, cpu = _cpu(lambda: simulate(k.program, inst.cfg, hbm0, fpsram_init=fp))
-        ok = check_output(0, res, k.layout, inst.reference, hbm0).passed  # type: ignore[arg-type]
-        n = res.instructions  # type: ignore[attr-defined]
-        rows.append(Row("plena", wid, "hand-written", "functional", n, cpu, res.cycles["rtl"], verified=ok))  # type: ignore[attr-defined]
+        if FUNCTIONAL:
+            res, cpu = _cpu(lambda: simulate(k.program, inst.cfg, hbm0, fpsram_init=fp))
+            ok = check_output(0, res, k.layout, inst.reference, hbm0).passed  # type: ignore[arg-type]
+            n = res.instructions  # type: ignore[attr-defined]
+            rows.append(Row("plena", wid, "hand-written", "functional", n, cpu, res.cycles["rtl"], verified=ok))  # type: ignore[attr-defined]
+        n = 0  # the instructions of the full run, what the extrapolated one stands for
         for how, ext in (("timing", False), ("extrapolated", True)):
             res, cpu = _cpu(
                 lambda ext=ext: simulate(k.program, inst.cfg, check=False, functional=False, extrapolate=ext), REPS
             )
             r = res.instructions  # type: ignore[attr-defined]
+            n = n or r
             rows.append(Row("plena", wid, "hand-written", how, r, cpu, res.cycles["rtl"], n if ext else 0))  # type: ignore[attr-defined]
     return rows
 
@@ -182,7 +193,7 @@ def vta(wid: str, hand: bool) -> list[Row]:
     inst = t.instance(wl, {}, 0)
     m = t.reference_mappings(wl, {})["library"]
     rows = []
-    for mode, name in ((Mode.VERIFIED, "functional"), (Mode.TIMING, "timing")):
+    for mode, name in ((Mode.VERIFIED, "functional"), (Mode.TIMING, "timing"))[0 if FUNCTIONAL else 1 :]:
         ev, cpu = _cpu(
             lambda mode=mode: t.evaluate(inst, m, mode, extrapolate=False), REPS if mode is Mode.TIMING else 1
         )
@@ -216,13 +227,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--all", action="store_true", help="every suite default of the three targets")
     ap.add_argument("--no-hand", action="store_true", help="the generic simulator alone")
     ap.add_argument("--interpreter", action="store_true", help="also the generic simulator's interpreter path")
+    ap.add_argument("--timing-only", action="store_true", help="leave out the functional rows")
     ap.add_argument(
         "--reps", type=int, default=DEFAULT_REPS, help="timing-only runs per row (the least CPU time is kept)"
     )
     ap.add_argument("--json", help="write the rows and the summary as JSON here")
     args = ap.parse_args(argv)
-    global INTERPRETER, REPS
-    INTERPRETER, REPS = args.interpreter, max(1, args.reps)
+    global INTERPRETER, REPS, FUNCTIONAL
+    INTERPRETER, REPS, FUNCTIONAL = args.interpreter, max(1, args.reps), not args.timing_only
     runs = {"gemmini": gemmini, "plena": plena, "vta": vta}
     ids = {name: [w for w in getattr(args, name).split(",") if w] for name in runs}
     if args.all:

@@ -57,3 +57,25 @@ def test_all_selects_every_suite_default_of_the_three_targets(monkeypatch) -> No
         monkeypatch.setattr(bench, name, lambda wid, hand, name=name: seen[name].append(wid) or [])
     assert bench.main(["--all", "--gemmini", "odd_pad"]) == 0
     assert seen == {name: [w.id for w in get_target(name).suite()] for name in seen}
+
+
+def test_timing_only_leaves_out_the_functional_rows(tmp_path: Path) -> None:
+    bench = load_script("generic_sim_speed")
+    out = tmp_path / "speed.json"
+    argv = ["--gemmini", "odd_pad", "--plena", "rope_4x64", "--vta", "dense_128", "--timing-only", "--reps", "1"]
+    assert bench.main([*argv, "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert {r["mode"] for r in rows} == {"timing", "extrapolated"}
+    assert {(r["target"], r["simulator"]) for r in rows} == {
+        ("gemmini", "generic"),
+        ("gemmini", "hand-written"),
+        ("plena", "generic"),
+        ("plena", "hand-written"),
+        ("vta", "generic"),
+    }
+    for r in rows:
+        if r["mode"] == "extrapolated":
+            timed = next(
+                t for t in rows if (t["target"], t["simulator"], t["mode"]) == (r["target"], r["simulator"], "timing")
+            )
+            assert r["equivalent"] == timed["instructions"] and r["cycles"] == timed["cycles"]
