@@ -147,8 +147,10 @@ class _Scoreboard:
 
 class _Board(_Scoreboard):
     """`_Scoreboard` with the common accesses short-cut (`schedule_rows`, which also reads it
-    inline): one that meets no segment (inserted) or exactly one segment (updated in place); the
-    segments are the same."""
+    inline): one that meets no segment (inserted) or exactly one segment (updated in place), and
+    a write over several, which leaves one where the reference keeps them all. Every answer is
+    the reference's, for accesses marked as the scheduler marks them: ending no earlier than
+    they were ready."""
 
     def mark(self, lo: int, hi: int, end: int, write: bool) -> None:
         if hi <= lo:
@@ -167,6 +169,20 @@ class _Board(_Scoreboard):
                 self.wrote[i] = max(self.wrote[i], end)
             else:
                 self.read[i] = max(self.read[i], end)
+            return
+        if write:
+            # A write started after every write and read of what it meets completed and ends at
+            # `end`, no earlier: from now on any access of [lo, hi) waits for `end` and no more
+            # (its reads were no later). One segment answers every later question alike.
+            seg = (lo, hi, end, max(self.read[i:j]))
+            new = [(self.lo[i], lo, self.wrote[i], self.read[i])] if self.lo[i] < lo else []
+            new.append(seg)
+            if self.hi[j - 1] > hi:
+                new.append((hi, self.hi[j - 1], self.wrote[j - 1], self.read[j - 1]))
+            self.lo[i:j] = [x[0] for x in new]
+            self.hi[i:j] = [x[1] for x in new]
+            self.wrote[i:j] = [x[2] for x in new]
+            self.read[i:j] = [x[3] for x in new]
             return
         super().mark(lo, hi, end, write)
 
