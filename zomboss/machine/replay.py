@@ -8,17 +8,20 @@ float registers and state records, stays the same), the rest of the loop but its
 iteration is *replayed*: the period's timing operations are appended as many whole periods as
 remain, the registers advanced by as many steps, the counts and points scaled, and the
 simulation goes on exactly from there. Operations whose footprints move with the registers (a
-loop streaming through memory) may differ from period to period only by where they access,
-and then by the same amounts over the last three periods: they are replayed moved on as far
-each period. The timing model then schedules every operation, the
-replayed ones included, so cycles, breakdown and busy times are those of the operation stream;
-what is assumed is only that the stream keeps repeating (as `steady.py` assumes of the
-hand-written models' state). A loop that shows no period within `PROBE` iterations is simulated
-in full, and once `GIVE_UP` instances of one loop (its body's place in the program) have shown
-none (within `PROBE` iterations or before they closed) and none has been replayed, its later
-instances are simulated in full without being watched: watching costs more than the
-instructions it could skip. For the same reason a loop is watched only if its first iteration's
-length and counter step promise `MIN_GAIN` instructions skipped. Runs with macro hooks (opaque state) or memories (data) never replay.
+loop streaming through memory) may differ from period to period only in where they access, by
+the same amounts over the last three periods; they are replayed moved on as far each period.
+
+The timing model then schedules every operation, the replayed ones included (as shifted copies
+once their schedule repeats: `periods.py`), so cycles, breakdown and busy times are those of
+the operation stream; what is assumed is only that the stream keeps repeating (as `steady.py`
+assumes of the hand-written models' state).
+
+Watching costs a mark per iteration, so it is spent where it can pay. A loop that shows no
+period within `PROBE` iterations is simulated in full; once `GIVE_UP` instances of one loop
+(its body's place in the program) have shown none and none has been replayed, its later
+instances are not watched; and a loop is marked only if its first iteration's length and
+counter step promise `MIN_GAIN` instructions skipped. Runs with macro hooks (opaque state) or
+memories (data) never replay.
 """
 
 from __future__ import annotations
@@ -187,7 +190,7 @@ class Replay:
         if not w.marks:
             step = w.first[1] - counter  # the counter's step per iteration
             left = counter // step if step > 0 else 0
-            if (left - 5) * (n - w.first[0]) < MIN_GAIN:  # four marked iterations run at least
+            if (left - 5) * (n - w.first[0]) < MIN_GAIN:  # the marked iterations and the last one run
                 w.done = True
                 return None
         return w
