@@ -10,11 +10,22 @@ import time
 from collections.abc import Callable
 
 
+def _interruptible() -> None:
+    """Ctrl-C reaches the command as it reaches one typed at a terminal: a test run started in
+    the background by a non-interactive shell (or under `time`, `nohup`) ignores SIGINT, every
+    process it starts inherits that, and Python then installs no KeyboardInterrupt at all."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def interrupt(args: list[str], after: float, until: Callable[[], bool] | None = None) -> tuple[int, str, float]:
     """Interrupt after `after` seconds, or with `until`, as soon as it holds (polled; at most
     `after` seconds, then the test fails)."""
     p = subprocess.Popen(
-        [sys.executable, "-m", "zomboss", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-m", "zomboss", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_interruptible,
     )
     try:
         if until is None:
