@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from zomboss.machine import periods, timing
 from zomboss.machine.periods import Segment, keeps_stalls
+from zomboss.machine.replay import _moved
 from zomboss.machine.timing import Stall, _unlimited
 
 NAMES = ("LD", "ADD", "MUL", "ST")
@@ -36,12 +37,6 @@ def _row(
     name: str,
 ) -> tuple[Any, ...]:
     return (unit, lat, pops, pushes, False, 0, iss, reads, writes, name)
-
-
-def _moved(row: tuple[Any, ...], moves: tuple[tuple[int, int], ...], t: int) -> tuple[Any, ...]:
-    spans = [(m, lo + t * a, hi + t * b) for (m, lo, hi), (a, b) in zip((*row[7], *row[8]), moves, strict=True)]
-    k = len(row[7])
-    return row[:7] + (tuple(spans[:k]), tuple(spans[k:])) + row[9:]
 
 
 @st.composite

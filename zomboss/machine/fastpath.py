@@ -340,24 +340,10 @@ class _Gen:
         for k, (eff, applied) in enumerate(plan.reg_applied):
             self._effect(k, eff, applied)
         # the timing operation, in the reference's order
-        lat = "1"
-        latency = fold(ins.latency, self.consts) if ins.latency is not None else None
-        if isinstance(latency, ex.Int):
-            lat = repr(max(latency.value, 0))
-        elif ins.latency is not None:
-            self.emit(f"lat = int({self.py(ins.latency)})")
-            self.emit("lat = lat if lat >= 0 else 0")
-            lat = "lat"
+        lat = self._at_least_0(ins.latency, "lat", "1")
         pops = self._tokens(plan.pops, ins.pops, "pops")
         pushes = self._tokens(plan.pushes, ins.pushes, "pushes")
-        issue = "None"
-        issue_e = fold(ins.issue, self.consts) if ins.issue is not None else None
-        if isinstance(issue_e, ex.Int):
-            issue = repr(max(issue_e.value, 0))
-        elif ins.issue is not None:
-            self.emit(f"iss = int({self.py(ins.issue)})")
-            self.emit("iss = iss if iss >= 0 else 0")
-            issue = "iss"
+        issue = self._at_least_0(ins.issue, "iss", "None")
         reads, writes = self._footprints()
         for s in ins.sets:
             rec = self.state(s.state)
@@ -399,6 +385,18 @@ class _Gen:
         if dt.kind not in "iuf":
             raise _NoGen(f"register file {rf} of {dt}")
         return dt.kind, width, 8 * dt.itemsize
+
+    def _at_least_0(self, e: ex.Expr | None, var: str, absent: str) -> str:
+        """The Python of `max(int(e), 0)`: a literal where `e` folds to one, else `var`, computed
+        by emitted lines; `absent` without an `e`."""
+        if e is None:
+            return absent
+        folded = fold(e, self.consts)
+        if isinstance(folded, ex.Int):
+            return repr(max(folded.value, 0))
+        self.emit(f"{var} = int({self.py(e)})")
+        self.emit(f"{var} = {var} if {var} >= 0 else 0")
+        return var
 
     def _tokens(self, toks: list[tuple[str, Any, Any, int]], decl: tuple[dm.TokenOp, ...], what: str) -> str:
         if not toks:

@@ -138,7 +138,10 @@ class _Scoreboard:
                 new.append((hi, shi, w, r))  # the part after
         if at < hi:
             new.append(touched(at, hi, 0, 0))
-        i, j = ks.start, ks.stop
+        self._replace(ks.start, ks.stop, new)
+
+    def _replace(self, i: int, j: int, new: list[tuple[int, int, int, int]]) -> None:
+        """Segments i..j-1 become `new` (lo, hi, wrote, read), in order."""
         self.lo[i:j] = [s[0] for s in new]
         self.hi[i:j] = [s[1] for s in new]
         self.wrote[i:j] = [s[2] for s in new]
@@ -179,10 +182,7 @@ class _Board(_Scoreboard):
             new.append(seg)
             if self.hi[j - 1] > hi:
                 new.append((hi, self.hi[j - 1], self.wrote[j - 1], self.read[j - 1]))
-            self.lo[i:j] = [x[0] for x in new]
-            self.hi[i:j] = [x[1] for x in new]
-            self.wrote[i:j] = [x[2] for x in new]
-            self.read[i:j] = [x[3] for x in new]
+            self._replace(i, j, new)
             return
         super().mark(lo, hi, end, write)
 
